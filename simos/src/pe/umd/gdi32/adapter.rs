@@ -22,7 +22,8 @@ use crate::kmt::feature::nt_dxgk_is_feature_enabled;
 use crate::pe::umd::{Device, UserProcess};
 use crate::ums::UmsProcess;
 use rvgpu_ddi::d3dkmt::{
-    D3DKMT_ENUMADAPTERS2, D3DKMT_ISFEATUREENABLED, D3DKMT_OPENADAPTERFROMLUID,
+    D3DKMT_CLOSEADAPTER, D3DKMT_DESTROYDEVICE, D3DKMT_ENUMADAPTERS2, D3DKMT_ISFEATUREENABLED,
+    D3DKMT_OPENADAPTERFROMLUID,
 };
 
 impl AdapterTable for UserProcess {
@@ -110,8 +111,8 @@ pub(super) fn open_adapter_from_luid(p: &UserProcess, at: u64) -> Status {
 /// `D3DKMTCloseAdapter` ([`crate::kmt::adapter::dxgk_close_adapter_impl`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcloseadapter>
 pub(super) fn close_adapter(p: &UserProcess, at: u64) -> Status {
-    let h: u32 = args(at)?;
-    dxgk_close_adapter_impl(h, p).map_err(nt)
+    let a: D3DKMT_CLOSEADAPTER = args(at)?;
+    dxgk_close_adapter_impl(a.hAdapter, p).map_err(nt)
 }
 
 /// `D3DKMTEnumAdapters2` ([`crate::kmt::adapter::dxgk_enum_adapters2_impl`], which writes the
@@ -137,8 +138,8 @@ pub(super) fn create_device(p: &UserProcess, at: u64) -> Status {
 /// `D3DKMTDestroyDevice` ([`crate::kmt::device::dxgk_destroy_device_impl`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroydevice>
 pub(super) fn destroy_device(p: &UserProcess, at: u64) -> Status {
-    let h: u32 = args(at)?;
-    dxgk_destroy_device_impl(&p.machine, h, p).map_err(nt)
+    let a: D3DKMT_DESTROYDEVICE = args(at)?;
+    dxgk_destroy_device_impl(&p.machine, a.hDevice, p).map_err(nt)
 }
 
 /// `D3DKMTEscape` ([`crate::kmt::escape::dxgk_escape`]), which reads the private data from and

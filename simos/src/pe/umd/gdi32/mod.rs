@@ -34,7 +34,10 @@ use crate::kmt::SimKmt;
 use crate::pe::cpu::{self, StubResult};
 use crate::sync::fence::{SimEvent, WaitOutcome};
 use crate::ums::DoorbellCpuState;
-use layout::*;
+use rvgpu_ddi::d3dkmt::{
+    D3DDDI_DESTROYPAGINGQUEUE, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE,
+    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT,
+};
 
 /// `STATUS_UNSUCCESSFUL`.
 pub const STATUS_UNSUCCESSFUL: u32 = 0xC000_0001;
@@ -54,7 +57,6 @@ type Handler = super::Handler;
 
 mod adapter;
 mod doorbell;
-mod layout;
 mod sync;
 mod va;
 use adapter::{
@@ -302,7 +304,7 @@ fn create_paging_queue(p: &UserProcess, at: u64) -> Status {
 /// ([`crate::kmt::paging_queue::dxgk_destroy_paging_queue_internal`]); its fence goes with it.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroypagingqueue>
 fn destroy_paging_queue(p: &UserProcess, at: u64) -> Status {
-    let a: OneHandle = args(at)?;
+    let a: D3DDDI_DESTROYPAGINGQUEUE = args(at)?;
     let queue = |h: u32| {
         let hs = lock(&p.handles);
         hs.paging.get(&h)?;
@@ -311,10 +313,10 @@ fn destroy_paging_queue(p: &UserProcess, at: u64) -> Status {
             .and_then(|d| hs.devices.get(d))
             .map(|d| d.sim)
     };
-    crate::kmt::paging_queue::dxgk_destroy_paging_queue_internal(&p.machine, a.handle, queue)
+    crate::kmt::paging_queue::dxgk_destroy_paging_queue_internal(&p.machine, a.hPagingQueue, queue)
         .map_err(nt)?;
-    let q = lock(&p.handles).paging.remove(&a.handle);
-    p.forget(a.handle);
+    let q = lock(&p.handles).paging.remove(&a.hPagingQueue);
+    p.forget(a.hPagingQueue);
     if let Some(q) = q {
         p.forget(q.fence);
     }
@@ -361,11 +363,11 @@ impl crate::kmt::context_virtual::CallerMemory for GuestMemory {
 /// `D3DKMTDestroyContext`.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroycontext>
 fn destroy_context(p: &UserProcess, at: u64) -> Status {
-    let a: OneHandle = args(at)?;
+    let a: D3DKMT_DESTROYCONTEXT = args(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
-    crate::kmt::context_virtual::dxgk_destroy_context_impl(&p.machine, a.handle, owner)
+    crate::kmt::context_virtual::dxgk_destroy_context_impl(&p.machine, a.hContext, owner)
         .map_err(nt)?;
-    p.forget(a.handle);
+    p.forget(a.hContext);
     Ok(())
 }
 
@@ -389,11 +391,11 @@ fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
 /// `D3DKMTDestroyHwQueue` ([`crate::kmt::hw_queue::dxgk_destroy_hw_queue_internal`]).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyhwqueue>
 fn destroy_hw_queue(p: &UserProcess, at: u64) -> Status {
-    let a: OneHandle = args(at)?;
+    let a: D3DKMT_DESTROYHWQUEUE = args(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
-    crate::kmt::hw_queue::dxgk_destroy_hw_queue_internal(&p.machine, a.handle, owner)
+    crate::kmt::hw_queue::dxgk_destroy_hw_queue_internal(&p.machine, a.hHwQueue, owner)
         .map_err(nt)?;
-    p.forget(a.handle);
+    p.forget(a.hHwQueue);
     Ok(())
 }
 

@@ -9,9 +9,9 @@ use super::*;
 /// The structure as the DLL wrote it to the thunk's kernel entry ([`crate::kmt::destroy_sync`]).
 pub(super) fn destroy_synchronization_object(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::destroy_sync::dxgk_destroy_synchronization_object_impl;
-    let a: OneHandle = args(at)?;
-    dxgk_destroy_synchronization_object_impl(&p.machine, a.handle, p).map_err(nt)?;
-    p.forget(a.handle);
+    let a: D3DKMT_DESTROYSYNCHRONIZATIONOBJECT = args(at)?;
+    dxgk_destroy_synchronization_object_impl(&p.machine, a.hSyncObject, p).map_err(nt)?;
+    p.forget(a.hSyncObject);
     Ok(())
 }
 
