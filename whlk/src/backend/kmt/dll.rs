@@ -631,7 +631,7 @@ impl DllSession {
         // The application's own devices (`dll_monitored`) are the process's too.
         let own: Vec<rvgpu_simos::UmsProcess> = (self.own_devices.iter())
             .filter(|d| same.contains(&d.process))
-            .map(|d| d.kmt.process())
+            .map(|d| d.kmt.parts().1)
             .collect();
         for d in up.devices().into_iter().chain(own) {
             match how {

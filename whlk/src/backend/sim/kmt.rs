@@ -72,11 +72,6 @@ impl SessKmt {
         }
     }
 
-    /// The process and D3D device these thunks act for.
-    pub(crate) fn process(&self) -> UmsProcess {
-        self.p
-    }
-
     /// The machine and the process these thunks belong to.
     pub(crate) fn parts(&self) -> (&Arc<Machine>, UmsProcess) {
         (&self.m, self.p)
