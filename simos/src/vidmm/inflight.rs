@@ -11,13 +11,13 @@
 //! thunk's page-table change). Every batch it waits for is registered here first, with what
 //! it would take to do it again. The recovery:
 //!
-//! 1. marks VidMm suspended and wakes every paging waiter ([`suspend`]); a waiter that sees
+//! 1. marks VidMm suspended and wakes every paging waiter (`suspend`); a waiter that sees
 //!    the mark stops waiting and returns: its batch now belongs to the recovery;
 //! 2. takes the residency lock, then the page-table turn: every residency operation and
 //!    page-table change has finished or handed its batch over, and none starts;
 //! 3. only then closes VidSch's gate, resets, purges, drops in-flight packets and restarts;
 //! 4. resubmits, in their submission order, the page-table updates and TLB flushes of every
-//!    registered batch the reset dropped ([`Suspended::restore`]), then lets VidMm go.
+//!    registered batch the reset dropped (`Suspended::restore`), then lets VidMm go.
 //!
 //! So the lock order is: VidMm's worker turn, the residency lock, the page-table turn,
 //! VidSch's gate. The recovery takes the two middle ones before the gate, and no VidMm
@@ -78,7 +78,7 @@ pub(crate) fn register(
 
 /// Waits for batch `seq` ([`register`]) until it completes or an adapter-wide recovery takes
 /// it. A step-mode machine steps itself until the batch is retired: a recovery in one of
-/// those rounds takes it only when this thread holds no VidMm lock ([`suspend`]).
+/// those rounds takes it only when this thread holds no VidMm lock (`suspend`).
 pub(crate) fn wait(host: &dyn Host, a: &AdapterShared, seq: u64) -> Result<Waited, SimError> {
     let Some((node, last)) = lock(&a.mm.in_flight)
         .batches
@@ -138,7 +138,7 @@ fn step_mode(a: &AdapterShared) -> bool {
     a.device.config().mode == rvgpu_device::Mode::Step
 }
 
-/// VidMm held still for an adapter-wide recovery ([`suspend`]); let go when dropped.
+/// VidMm held still for an adapter-wide recovery (`suspend`); let go when dropped.
 pub(crate) struct Suspended<'a> {
     a: &'a AdapterShared,
     residency: Option<Locked<'a, State>>,
