@@ -143,39 +143,53 @@ pub(crate) struct Suspended<'a> {
     a: &'a AdapterShared,
     residency: Option<Locked<'a, State>>,
     turn: Option<Locked<'a, PageTableTurn>>,
+    /// A step-mode machine's thread is inside a VidMm operation, which holds what the purge
+    /// needs: the simulation's limit, reported when the purge comes to it.
+    held_by_caller: bool,
 }
+
+/// What a step-mode recovery inside a VidMm operation reports at its purge.
+const HELD_BY_CALLER: &str = "an adapter-wide recovery inside a VidMm operation of a step-mode \
+                              machine (the operation steps the machine holding VidMm; run it \
+                              threaded)";
 
 /// Step 1 and 2 of the module's order: VidMm marked suspended, its paging waiters woken, then
 /// the residency lock and the page-table turn taken. Called before VidSch's gate is closed.
 /// On a step-mode machine whose thread is inside a VidMm operation (it steps the machine
 /// while it holds the lock) nothing can be handed over until the recovery returns: that is
-/// the simulation's limit, reported, not waited on.
-pub(crate) fn suspend(a: &AdapterShared) -> Result<Suspended<'_>, SimError> {
+/// the simulation's limit, reported at the purge (`residency`), not waited on. The driver's
+/// reset still comes first, so a reset that fails bug checks as it would anyway.
+pub(crate) fn suspend(a: &AdapterShared) -> Suspended<'_> {
     lock(&a.mm.in_flight).suspended = true;
     let mut s = Suspended {
         a,
         residency: None,
         turn: None,
+        held_by_caller: false,
     };
     a.sch.completion.set();
     if step_mode(a) {
         let residency_held = matches!(a.mm.residency.try_lock(), Err(TryLockError::WouldBlock));
         if residency_held || crate::vidmm::paging::page_table_turn_taken(a) {
-            let msg = "an adapter-wide recovery inside a VidMm operation of a step-mode machine \
-                       (the operation steps the machine holding VidMm; run it threaded)";
-            a.state.raise_sim_error(msg.to_string());
-            return Err(SimError::Stuck(msg.into()));
+            s.held_by_caller = true;
+            return s;
         }
     }
     s.residency = Some(lock(&a.mm.residency));
     s.turn = Some(crate::vidmm::paging::page_table_turn(a));
-    Ok(s)
+    s
 }
 
 impl Suspended<'_> {
-    /// VidMm's residency books, for the purge.
-    pub(crate) fn residency(&mut self) -> Option<&mut State> {
-        self.residency.as_deref_mut()
+    /// VidMm's residency books, for the purge; `suspend`'s step-mode limit is reported here.
+    pub(crate) fn residency(&mut self) -> Result<&mut State, SimError> {
+        if self.held_by_caller {
+            self.a.state.raise_sim_error(HELD_BY_CALLER.to_string());
+            return Err(SimError::Stuck(HELD_BY_CALLER.into()));
+        }
+        self.residency
+            .as_deref_mut()
+            .ok_or(SimError::Internal("the purge without VidMm held"))
     }
 
     /// Step 4, after `DxgkDdiRestartFromTimeout`: every registered batch the reset dropped is

@@ -76,9 +76,7 @@ pub(crate) fn purge_segments(
     let mut out = Purge::default();
     // Nothing is submitted: the host only names the paging node's system context.
     let dma = crate::vidmm::dmapool::paging_buffer_bytes(a);
-    let st = vidmm
-        .residency()
-        .ok_or(SimError::Internal("the purge without VidMm held"))?;
+    let st = vidmm.residency()?;
     let mut local: Vec<KmtHandle> = st
         .entries
         .iter()

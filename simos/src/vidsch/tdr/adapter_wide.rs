@@ -50,7 +50,7 @@ pub(crate) fn adapter_reset(
     // suspends VidMm's worker before the reset): its waiters hand their paging over instead
     // of waiting for packets this reset drops (`vidmm::inflight`, the lock order).
     let host = crate::vidsch::passive::PassiveHost { a };
-    let mut vidmm = crate::vidmm::inflight::suspend(a)?;
+    let mut vidmm = crate::vidmm::inflight::suspend(a);
     let purge = {
         // Every DDI is gated: kernel-mode submissions and every user-mode submission thunk.
         let _gate = sh.gate.write().unwrap_or_else(|p| p.into_inner());
