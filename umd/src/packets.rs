@@ -35,6 +35,49 @@ pub trait WordSink {
     fn put(&mut self, word: u64);
 }
 
+/// What a [`WordSink`] may still store: words not yet reserved, and words reserved by
+/// [`take`](Self::take) and not yet stored. Every sink keeps its budget so.
+#[derive(Clone, Copy, Debug)]
+pub struct WordBudget {
+    room: u64,
+    taken: u64,
+}
+
+impl WordBudget {
+    /// A budget of `room` words, none reserved.
+    pub fn new(room: u64) -> Self {
+        Self { room, taken: 0 }
+    }
+
+    /// Reserves `n` words; `false` (nothing reserved) when they do not fit.
+    #[inline(always)]
+    pub fn take(&mut self, n: u64) -> bool {
+        match self.room.checked_sub(n) {
+            Some(left) => {
+                self.room = left;
+                self.taken = self.taken.wrapping_add(n);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Spends one reserved word: `false` when none is left, and the word must be dropped.
+    #[inline(always)]
+    pub fn spend(&mut self) -> bool {
+        if self.taken == 0 {
+            return false;
+        }
+        self.taken -= 1;
+        true
+    }
+
+    /// Words not yet reserved.
+    pub fn room(&self) -> u64 {
+        self.room
+    }
+}
+
 /// A batch of packets that can be validated and stored in one pass.
 pub trait Packets {
     /// Stores every packet into `out` in order, each validated before its first word is

@@ -14,7 +14,7 @@
 use rvgpu_hw::cmd::{header, Command, Opcode};
 use rvgpu_hw::queue::{ring_free, RING_MAX, RING_MIN};
 
-use crate::packets::{Packets, Refused, WordSink};
+use crate::packets::{Packets, Refused, WordBudget, WordSink};
 
 /// Calls `put` with each encoded word of `cmd` (long NOP padding included); `false` if the
 /// command does not encode (a zero-length NOP).
@@ -256,8 +256,7 @@ impl<M: RingMemory> RingWriter<M> {
             mem: &self.mem,
             mask: self.mask,
             ptr: self.write_ptr,
-            room: room / 8,
-            taken: 0,
+            budget: WordBudget::new(room / 8),
         };
         batch.store(&mut sink)?;
         if !sink.take(tail.len() as u64) {
@@ -290,31 +289,20 @@ struct RingSink<'a, M: RingMemory> {
     mem: &'a M,
     mask: u64,
     ptr: u64,
-    /// Words not yet reserved.
-    room: u64,
-    /// Words reserved and not yet stored.
-    taken: u64,
+    budget: WordBudget,
 }
 
 impl<M: RingMemory> WordSink for RingSink<'_, M> {
     #[inline(always)]
     fn take(&mut self, n: u64) -> bool {
-        match self.room.checked_sub(n) {
-            Some(left) => {
-                self.room = left;
-                self.taken = self.taken.wrapping_add(n);
-                true
-            }
-            None => false,
-        }
+        self.budget.take(n)
     }
 
     #[inline(always)]
     fn put(&mut self, word: u64) {
-        if self.taken == 0 {
+        if !self.budget.spend() {
             return;
         }
-        self.taken -= 1;
         // A ring's words fit in 32 bits (its size is a `u32` of bytes, `mask` < 2^29): as a
         // `u32` the index lets the compiler drop the store's overflow check on the offset.
         let index = (self.ptr / 8) as u32 & self.mask as u32;

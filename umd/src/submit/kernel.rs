@@ -16,7 +16,7 @@ use crate::kmt::{
     Allocation, AllocationCpu, FenceCpu, Kmt, KmtHandle, NtStatus, QueueProgress,
     STATUS_INSUFFICIENT_RESOURCES,
 };
-use crate::packets::{Packets, WordSink};
+use crate::packets::{Packets, WordBudget, WordSink};
 
 // ---------------------------------------------------------------------------------------------
 // Kernel-mode path
@@ -49,31 +49,20 @@ pub(super) struct CommandBuffer<M> {
 struct BufferSink<'a, M: AllocationCpu> {
     mem: &'a M,
     off: u64,
-    /// Words not yet reserved.
-    room: u64,
-    /// Words reserved and not yet stored.
-    taken: u64,
+    budget: WordBudget,
 }
 
 impl<M: AllocationCpu> WordSink for BufferSink<'_, M> {
     #[inline(always)]
     fn take(&mut self, n: u64) -> bool {
-        match self.room.checked_sub(n) {
-            Some(left) => {
-                self.room = left;
-                self.taken = self.taken.wrapping_add(n);
-                true
-            }
-            None => false,
-        }
+        self.budget.take(n)
     }
 
     #[inline(always)]
     fn put(&mut self, word: u64) {
-        if self.taken == 0 {
+        if !self.budget.spend() {
             return;
         }
-        self.taken -= 1;
         self.mem.store(self.off, word);
         self.off = self.off.wrapping_add(8);
     }
@@ -291,10 +280,9 @@ impl<K: Kmt> KernelPath<K> {
         let mut sink = BufferSink {
             mem: &cb.mem,
             off: start,
-            room: bytes / 8,
-            taken: 0,
+            budget: WordBudget::new(bytes / 8),
         };
-        if cmds.store(&mut sink).is_err() || sink.room != 0 {
+        if cmds.store(&mut sink).is_err() || sink.budget.room() != 0 {
             return Err(SubmitError::TooLarge);
         }
         let off = sink.off;
