@@ -769,7 +769,7 @@ pub(crate) fn submit_command(
     bytes: u32,
 ) -> Result<(), SimError> {
     let admit = |k: Option<SubmitKind>| k.map(|_| ()).ok_or_else(invalid_handle);
-    submit_admitted(m, a, device, queue, Packet { value, gpu, bytes }, admit)
+    submit_command_admitted(m, a, device, queue, value, gpu, bytes, admit)
 }
 
 /// `K:DxgkSubmitCommandToHwQueueInternal` @0x1402C5A10's submission once its own checks pass:
