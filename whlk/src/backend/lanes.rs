@@ -160,6 +160,11 @@ impl<'l> StreamGate<'l> {
         }
     }
 
+    /// A guard that ends lane `k` when dropped, however its runner returns.
+    pub(crate) fn ending(&self, k: usize) -> LaneEnd<'_, 'l> {
+        LaneEnd { gate: self, k }
+    }
+
     /// Whether lane `k` may start: every other lane that stops after a recovery has submitted
     /// its `start_after` batches, or ended.
     pub(crate) fn open(&self, k: usize) -> bool {
@@ -186,6 +191,18 @@ impl<'l> StreamGate<'l> {
         while !self.open(k) {
             std::thread::sleep(std::time::Duration::from_micros(50));
         }
+    }
+}
+
+/// [`StreamGate::ending`]'s guard.
+pub(crate) struct LaneEnd<'g, 'l> {
+    gate: &'g StreamGate<'l>,
+    k: usize,
+}
+
+impl Drop for LaneEnd<'_, '_> {
+    fn drop(&mut self) {
+        self.gate.end(self.k);
     }
 }
 

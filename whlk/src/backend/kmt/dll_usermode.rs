@@ -28,20 +28,7 @@ pub(super) fn stream_lane(
     h: u64,
     batches: &[Vec<u32>],
 ) -> StreamReport {
-    let rep = lane_submissions(m, adapter, (gate, k), up, h, batches);
-    gate.end(k);
-    rep
-}
-
-/// [`stream_lane`] until it submits no more.
-fn lane_submissions(
-    m: &Machine,
-    adapter: usize,
-    (gate, k): (&StreamGate<'_>, usize),
-    up: &Arc<UserProcess>,
-    h: u64,
-    batches: &[Vec<u32>],
-) -> StreamReport {
+    let _end = gate.ending(k);
     let Some(lane) = gate.lane(k) else {
         return crate::backend::lanes::stream_panicked();
     };

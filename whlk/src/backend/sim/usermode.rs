@@ -48,19 +48,7 @@ fn stream_lane(
     adapter: usize,
     q: &mut UmdQueue,
 ) -> StreamReport {
-    let rep = lane_submissions(m, (gate, k), cmds, adapter, q);
-    gate.end(k);
-    rep
-}
-
-/// [`stream_lane`] until it submits no more.
-fn lane_submissions(
-    m: &Machine,
-    (gate, k): (&StreamGate<'_>, usize),
-    cmds: &[Vec<Command>],
-    adapter: usize,
-    q: &mut UmdQueue,
-) -> StreamReport {
+    let _end = gate.ending(k);
     let Some(lane) = gate.lane(k) else {
         return lanes::stream_panicked();
     };
