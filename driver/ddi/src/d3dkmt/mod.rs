@@ -10,9 +10,12 @@
 //! block from zero (`zerocopy::FromZeros::new_zeroed`).
 
 pub mod adapter;
+pub mod allocation;
 pub mod context;
 pub mod device;
 pub mod doorbell;
+pub mod gpu_va;
+pub mod hw_queue;
 pub mod memory;
 pub mod native_fence;
 pub mod one_handle;
@@ -21,9 +24,12 @@ pub mod submit_command;
 pub mod sync;
 
 pub use adapter::*;
+pub use allocation::*;
 pub use context::*;
 pub use device::*;
 pub use doorbell::*;
+pub use gpu_va::*;
+pub use hw_queue::*;
 pub use memory::*;
 pub use native_fence::*;
 pub use one_handle::*;
