@@ -500,11 +500,11 @@ impl Kmt for SimKmt<'_> {
     ) -> Result<HwQueue<SimFence>, NtStatus> {
         let mem = hw_queue::Buffer::new(private_data);
         let (at, size) = mem.pointer();
-        let mut a = hw_queue::D3dkmtCreateHwQueue {
-            h_hw_context: context,
-            flags: u32::from(user_mode_submission) * hw_queue::USER_MODE_SUBMISSION,
-            private_driver_data_size: size,
-            p_private_driver_data: at,
+        let mut a = hw_queue::D3DKMT_CREATEHWQUEUE {
+            hHwContext: context,
+            Flags: u32::from(user_mode_submission) * hw_queue::USER_MODE_SUBMISSION,
+            PrivateDriverDataSize: size,
+            pPrivateDriverData: at,
             ..Default::default()
         };
         hw_queue::dxgk_create_hw_queue_internal(self.m, &mut a, |_| Some(self.p), &mem)
@@ -580,11 +580,11 @@ impl Kmt for SimKmt<'_> {
         flags: DestroyFlags,
     ) -> Result<(), NtStatus> {
         let list = [allocation];
-        let a = allocation::D3dkmtDestroyAllocation2 {
-            h_device: self.p.device,
-            ph_allocation_list: list.as_ptr() as u64,
-            allocation_count: 1,
-            flags: u32::from(flags.assume_not_in_use) * allocation::DESTROY_ASSUME_NOT_IN_USE,
+        let a = allocation::D3DKMT_DESTROYALLOCATION2 {
+            hDevice: self.p.device,
+            phAllocationList: list.as_ptr() as u64,
+            AllocationCount: 1,
+            Flags: u32::from(flags.assume_not_in_use) * allocation::DESTROY_ASSUME_NOT_IN_USE,
             ..Default::default()
         };
         let own = self.p;
@@ -762,11 +762,11 @@ impl Kmt for SimKmt<'_> {
         command_buffer_gpu: u64,
         command_bytes: u32,
     ) -> Result<(), NtStatus> {
-        let a = hw_queue::D3dkmtSubmitCommandToHwQueue {
-            h_hw_queue: queue,
-            progress_fence_id: progress_fence_value,
-            command_buffer: command_buffer_gpu,
-            command_length: command_bytes,
+        let a = hw_queue::D3DKMT_SUBMITCOMMANDTOHWQUEUE {
+            hHwQueue: queue,
+            HwQueueProgressFenceId: progress_fence_value,
+            CommandBuffer: command_buffer_gpu,
+            CommandLength: command_bytes,
             ..Default::default()
         };
         let mem = context_virtual::NoCallerMemory;

@@ -741,7 +741,7 @@ impl rvgpu_simos::kmt::context_virtual::CallerMemory for CallerData {
 /// refuses, is STATUS_INVALID_PARAMETER before any DDI.
 #[test]
 fn br_94_queues_on_a_no_kmd_access_context_are_answered_as_24h2() {
-    use rvgpu_simos::kmt::hw_queue::{self, D3dkmtCreateHwQueue};
+    use rvgpu_simos::kmt::hw_queue::{self, D3DKMT_CREATEHWQUEUE};
     let (m, r) = common::start_edits::start_with(common::start_edits::no_edit, |t| {
         let _ = REAL_CREATE_QUEUE.set(t.DxgkDdiCreateHwQueue);
         t.DxgkDdiCreateHwQueue = Some(spy_create_queue);
@@ -756,15 +756,15 @@ fn br_94_queues_on_a_no_kmd_access_context_are_answered_as_24h2() {
     let create = |context: u32, flags: u32, data: Vec<u8>| {
         let size = data.len() as u32;
         let mem = CallerData(std::cell::RefCell::new(data));
-        let mut a = D3dkmtCreateHwQueue {
-            h_hw_context: context,
-            flags,
-            private_driver_data_size: size,
-            p_private_driver_data: if size == 0 { 0 } else { CALLER_DATA_AT },
+        let mut a = D3DKMT_CREATEHWQUEUE {
+            hHwContext: context,
+            Flags: flags,
+            PrivateDriverDataSize: size,
+            pPrivateDriverData: if size == 0 { 0 } else { CALLER_DATA_AT },
             ..Default::default()
         };
         let r = hw_queue::dxgk_create_hw_queue_internal(&m, &mut a, |_| Some(p), &mem);
-        (r.map(|q| q.handle).map_err(|e| e.0), a.h_hw_queue)
+        (r.map(|q| q.handle).map_err(|e| e.0), a.hHwQueue)
     };
     for flags in [0, hw_queue::USER_MODE_SUBMISSION] {
         let (r, written) = create(no_kmd, flags, Vec::new());

@@ -94,18 +94,18 @@ fn ddi_03_a_paging_fence_moves_with_nobody_waiting_threaded() {
 #[test]
 fn ddi_03_a_paging_fence_moves_with_nobody_waiting_in_the_dlls_process() {
     use common::dll_world::{paging_queue, world};
-    use rvgpu_simos::kmt::gpu_va::D3dddiMapGpuVirtualAddress;
+    use rvgpu_simos::kmt::gpu_va::D3DDDI_MAPGPUVIRTUALADDRESS;
     let w = world();
     let (s, q) = paging_queue(&w.p, w.device, |_| {});
     assert_eq!(s, common::dll::STATUS_SUCCESS);
     let fence_va = u64::from(q[4]) | u64::from(q[5]) << 32;
     assert_ne!(fence_va, 0, "the fence's CPU address");
-    let mut a = D3dddiMapGpuVirtualAddress {
-        h_paging_queue: q[2],
-        h_allocation: w.allocation,
-        size_in_pages: 1,
+    let mut a = D3DDDI_MAPGPUVIRTUALADDRESS {
+        hPagingQueue: q[2],
+        hAllocation: w.allocation,
+        SizeInPages: 1,
         // D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE Write.
-        protection: 1,
+        Protection: 1,
         ..Default::default()
     };
     assert_eq!(
@@ -113,7 +113,7 @@ fn ddi_03_a_paging_fence_moves_with_nobody_waiting_in_the_dlls_process() {
         rvgpu_ddi::ntstatus::STATUS_PENDING as u64,
         "queued on the paging queue"
     );
-    let value = a.paging_fence_value;
+    let value = a.PagingFenceValue;
     // SAFETY: the process's view of its paging fence: one aligned u64 the machine keeps
     // mapped while the queue lives (the emulated process's memory is this process's).
     let read = || unsafe { (fence_va as *const u64).read_volatile() };

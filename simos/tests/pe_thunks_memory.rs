@@ -12,7 +12,7 @@ use common::conformance::{assert_covers, expected};
 use common::dll::*;
 use common::dll_world::*;
 use rvgpu_simos::kmt::gpu_va::{
-    D3dddiMapGpuVirtualAddress, D3dddiReserveGpuVirtualAddress, D3dkmtFreeGpuVirtualAddress,
+    D3DDDI_MAPGPUVIRTUALADDRESS, D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DKMT_FREEGPUVIRTUALADDRESS,
 };
 use rvgpu_umd::kmt::Kmt as _;
 
@@ -22,13 +22,13 @@ const WRITE: u64 = 1;
 const NO_ACCESS: u64 = 1 << 3;
 const SYSTEM_USE_ONLY: u64 = 1 << 4;
 
-fn reserve(h: u32, size: u64, reservation_type: i32) -> D3dddiReserveGpuVirtualAddress {
-    D3dddiReserveGpuVirtualAddress {
-        h_paging_queue: h,
-        size,
-        reservation_type,
-        virtual_address: UNTOUCHED,
-        paging_fence_value: UNTOUCHED,
+fn reserve(h: u32, size: u64, reservation_type: i32) -> D3DDDI_RESERVEGPUVIRTUALADDRESS {
+    D3DDDI_RESERVEGPUVIRTUALADDRESS {
+        hPagingQueue: h,
+        Size: size,
+        ReservationType: reservation_type,
+        VirtualAddress: UNTOUCHED,
+        PagingFenceValue: UNTOUCHED,
         ..Default::default()
     }
 }
@@ -69,7 +69,7 @@ fn ddi_03_d3dkmtreservegpuvirtualaddress_answers_as_24h2() {
         let mut r = reserve(h, 0x1_0000, ty);
         assert_eq!(w.call(T, &mut r), expected(T, what), "{what}");
         assert_eq!(
-            (r.virtual_address, r.paging_fence_value),
+            (r.VirtualAddress, r.PagingFenceValue),
             (UNTOUCHED, UNTOUCHED),
             "{what}: nothing written"
         );
@@ -79,16 +79,13 @@ fn ddi_03_d3dkmtreservegpuvirtualaddress_answers_as_24h2() {
     for h in [w.adapter, w.queue] {
         let mut r = reserve(h, 0x1_0000, 0);
         assert_eq!(w.call(T, &mut r), STATUS_SUCCESS, "named by {h:#x}");
-        assert!(r.virtual_address != UNTOUCHED && r.virtual_address != 0);
-        assert_eq!(r.virtual_address % 0x1_0000, 0);
-        assert_eq!(
-            r.paging_fence_value, UNTOUCHED,
-            "PagingFenceValue as written"
-        );
-        let mut f = D3dkmtFreeGpuVirtualAddress {
-            h_adapter: w.adapter,
-            base_address: r.virtual_address,
-            size: 0x1_0000,
+        assert!(r.VirtualAddress != UNTOUCHED && r.VirtualAddress != 0);
+        assert_eq!(r.VirtualAddress % 0x1_0000, 0);
+        assert_eq!(r.PagingFenceValue, UNTOUCHED, "PagingFenceValue as written");
+        let mut f = D3DKMT_FREEGPUVIRTUALADDRESS {
+            hAdapter: w.adapter,
+            BaseAddress: r.VirtualAddress,
+            Size: 0x1_0000,
             ..Default::default()
         };
         assert_eq!(
@@ -115,33 +112,33 @@ fn ddi_03_d3dkmtfreegpuvirtualaddress_answers_as_24h2() {
     );
     let what = "hAdapter not in the caller's handle table";
     for h in [BAD_HANDLE, w.queue, w.device] {
-        let mut f = D3dkmtFreeGpuVirtualAddress {
-            h_adapter: h,
-            base_address: r.virtual_address,
-            size: 0x1_0000,
+        let mut f = D3DKMT_FREEGPUVIRTUALADDRESS {
+            hAdapter: h,
+            BaseAddress: r.VirtualAddress,
+            Size: 0x1_0000,
             ..Default::default()
         };
         assert_eq!(w.call(T, &mut f), expected(T, what), "{h:#x}");
     }
     assert_covers(T, &[what], &[]);
-    let mut f = D3dkmtFreeGpuVirtualAddress {
-        h_adapter: w.adapter,
-        base_address: r.virtual_address,
-        size: 0x1_0000,
+    let mut f = D3DKMT_FREEGPUVIRTUALADDRESS {
+        hAdapter: w.adapter,
+        BaseAddress: r.VirtualAddress,
+        Size: 0x1_0000,
         ..Default::default()
     };
     assert_eq!(w.call(T, &mut f), STATUS_SUCCESS, "still reserved");
     w.done();
 }
 
-fn map(queue: u32, allocation: u32, protection: u64) -> D3dddiMapGpuVirtualAddress {
-    D3dddiMapGpuVirtualAddress {
-        h_paging_queue: queue,
-        h_allocation: allocation,
-        size_in_pages: 1,
-        protection,
-        virtual_address: UNTOUCHED,
-        paging_fence_value: UNTOUCHED,
+fn map(queue: u32, allocation: u32, protection: u64) -> D3DDDI_MAPGPUVIRTUALADDRESS {
+    D3DDDI_MAPGPUVIRTUALADDRESS {
+        hPagingQueue: queue,
+        hAllocation: allocation,
+        SizeInPages: 1,
+        Protection: protection,
+        VirtualAddress: UNTOUCHED,
+        PagingFenceValue: UNTOUCHED,
         ..Default::default()
     }
 }
@@ -204,7 +201,7 @@ fn ddi_03_d3dkmtmapgpuvirtualaddress_answers_as_24h2() {
         let mut a = map(queue, allocation, protection);
         assert_eq!(w.call(T, &mut a), expected(T, what), "{what}");
         assert_eq!(
-            (a.virtual_address, a.paging_fence_value),
+            (a.VirtualAddress, a.PagingFenceValue),
             (UNTOUCHED, UNTOUCHED),
             "{what}: nothing written"
         );
@@ -233,15 +230,11 @@ fn ddi_03_d3dkmtmapgpuvirtualaddress_answers_as_24h2() {
         STATUS_SUCCESS
     );
     let mut a = map(w.queue, w.allocation, WRITE);
-    a.base_address = r.virtual_address + 0x1234;
+    a.BaseAddress = r.VirtualAddress + 0x1234;
     let s = w.call(T, &mut a);
     assert!(s == STATUS_SUCCESS || s == PENDING, "{s:#x}");
-    assert_eq!(
-        a.virtual_address,
-        r.virtual_address + 0x1000,
-        "rounded down"
-    );
-    assert_ne!(a.paging_fence_value, UNTOUCHED);
+    assert_eq!(a.VirtualAddress, r.VirtualAddress + 0x1000, "rounded down");
+    assert_ne!(a.PagingFenceValue, UNTOUCHED);
     w.done();
 }
 
@@ -756,11 +749,11 @@ fn um_10_d3dkmtmapgpuvirtualaddress_on_a_device_in_error_answers_as_24h2() {
         "Map of the device in error: {s:#x}"
     );
     assert!(
-        a.virtual_address != UNTOUCHED && a.virtual_address != 0,
+        a.VirtualAddress != UNTOUCHED && a.VirtualAddress != 0,
         "VirtualAddress {:#x}",
-        a.virtual_address
+        a.VirtualAddress
     );
-    assert_ne!(a.paging_fence_value, UNTOUCHED);
+    assert_ne!(a.PagingFenceValue, UNTOUCHED);
     // The adapter removed: its DXGDEVICEs stopped (`K:DXGDEVICE::Stop` @0x1401BBA38).
     assert!(w.m.device_removed(0).is_ok(), "{:?}", w.m.fault());
     let what = "the device not active";
@@ -771,7 +764,7 @@ fn um_10_d3dkmtmapgpuvirtualaddress_on_a_device_in_error_answers_as_24h2() {
         "Map of a stopped device"
     );
     assert_eq!(
-        (a.virtual_address, a.paging_fence_value),
+        (a.VirtualAddress, a.PagingFenceValue),
         (UNTOUCHED, UNTOUCHED),
         "nothing written"
     );
@@ -872,7 +865,7 @@ fn ddi_03_d3dkmtupdategpuvirtualaddress_answers_as_24h2() {
         w.call("D3DKMTReserveGpuVirtualAddress", &mut r),
         STATUS_SUCCESS
     );
-    let va = r.virtual_address;
+    let va = r.VirtualAddress;
     let h = u64::from(w.allocation);
     let good = update_op(0, va, PAGE, h, 0, 0);
     // D3DKMT_UPDATEGPUVIRTUALADDRESS: hDevice, hContext, hFenceObject, NumOperations,

@@ -6,7 +6,7 @@
 //! Both thunks have their kernel entries here ([`dxgk_create_allocation_internal`],
 //! [`dxgk_destroy_allocation2`]).
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+use zerocopy::{FromBytes, IntoBytes};
 
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
@@ -16,29 +16,8 @@ use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
-/// `D3DKMT_DESTROYALLOCATION2` in the released x64 layout (24 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtDestroyAllocation2 {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// `hResource` (in).
-    pub h_resource: u32,
-    /// `phAllocationList` (in), an address in the caller's process.
-    pub ph_allocation_list: u64,
-    /// `AllocationCount` (in).
-    pub allocation_count: u32,
-    /// `Flags` (`D3DDDICB_DESTROYALLOCATION2FLAGS`, in).
-    pub flags: u32,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtDestroyAllocation2, h_resource) == 4);
-    assert!(offset_of!(D3dkmtDestroyAllocation2, ph_allocation_list) == 8);
-    assert!(offset_of!(D3dkmtDestroyAllocation2, allocation_count) == 16);
-    assert!(offset_of!(D3dkmtDestroyAllocation2, flags) == 20);
-    assert!(size_of::<D3dkmtDestroyAllocation2>() == 24);
+pub use rvgpu_ddi::d3dkmt::{
+    D3DDDI_ALLOCATIONINFO2, D3DKMT_CREATEALLOCATION, D3DKMT_DESTROYALLOCATION2,
 };
 
 /// `D3DDDICB_DESTROYALLOCATION2FLAGS::AssumeNotInUse`.
@@ -138,22 +117,22 @@ pub fn destroy_allocation2_checks(
 /// Returns the destroyed handles (the caller's table forgets them); nothing is written back.
 pub fn dxgk_destroy_allocation2(
     m: &Machine,
-    a: &D3dkmtDestroyAllocation2,
+    a: &D3DKMT_DESTROYALLOCATION2,
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     list: impl FnOnce(u64, u32) -> Result<Vec<KmtHandle>, NtStatus>,
     allocation: impl Fn(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<Vec<KmtHandle>, NtStatus> {
-    destroy_allocation2_checks(a.flags, a.h_resource, a.allocation_count)?;
-    let p = device(a.h_device).ok_or_else(bad)?;
-    if a.h_resource != 0 {
+    destroy_allocation2_checks(a.Flags, a.hResource, a.AllocationCount)?;
+    let p = device(a.hDevice).ok_or_else(bad)?;
+    if a.hResource != 0 {
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
     }
-    let handles = list(a.ph_allocation_list, a.allocation_count)?;
+    let handles = list(a.phAllocationList, a.AllocationCount)?;
     if handles.iter().any(|&h| allocation(h) != Some(p.device)) {
         return Err(bad());
     }
     let sh = m.kmt(&p).thunk()?;
-    let assume_not_in_use = a.flags & DESTROY_ASSUME_NOT_IN_USE != 0;
+    let assume_not_in_use = a.Flags & DESTROY_ASSUME_NOT_IN_USE != 0;
     for &h in &handles {
         crate::ums::allocation::destroy_allocation2(m, &sh, p.device, h, assume_not_in_use)
             .map_err(|e| super::not_in_table(super::status(e)))?;
@@ -161,89 +140,6 @@ pub fn dxgk_destroy_allocation2(
     m.reap_allocations(&sh).map_err(super::status)?;
     Ok(handles)
 }
-
-/// `D3DKMT_CREATEALLOCATION` in the released x64 layout (72 bytes: what
-/// `K:DxgkCreateAllocationInternal` @0x140304ED8 captures, `RtlCopyVolatileMemory` of 0x48).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtCreateAllocation {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// `hResource` (in/out).
-    pub h_resource: u32,
-    /// `hGlobalShare` (out).
-    pub h_global_share: u32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `pPrivateRuntimeData` (in).
-    pub p_private_runtime_data: u64,
-    /// `PrivateRuntimeDataSize` (in).
-    pub private_runtime_data_size: u32,
-    /// Alignment.
-    pub _pad1: u32,
-    /// `pStandardAllocation` or `pPrivateDriverData` (a union; in).
-    pub p_private_driver_data: u64,
-    /// `PrivateDriverDataSize` (in).
-    pub private_driver_data_size: u32,
-    /// `NumAllocations` (in).
-    pub num_allocations: u32,
-    /// `pAllocationInfo2` (in/out), an address in the caller's process.
-    pub p_allocation_info2: u64,
-    /// `Flags` (`D3DKMT_CREATEALLOCATIONFLAGS`, in/out).
-    pub flags: u32,
-    /// Alignment.
-    pub _pad2: u32,
-    /// `hPrivateRuntimeResourceHandle` (in).
-    pub h_private_runtime_resource_handle: u64,
-}
-
-/// `D3DDDI_ALLOCATIONINFO2` in the released x64 layout (96 bytes, the stride 24H2 copies).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dddiAllocationInfo2 {
-    /// `hAllocation` (out).
-    pub h_allocation: u32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `pSystemMem` or `hSection` (a union; in).
-    pub system_mem: u64,
-    /// `pPrivateDriverData` (in).
-    pub p_private_driver_data: u64,
-    /// `PrivateDriverDataSize` (in).
-    pub private_driver_data_size: u32,
-    /// `VidPnSourceId` (in).
-    pub vidpn_source_id: u32,
-    /// `Flags` (`D3DDDI_ALLOCATIONINFOFLAGS`, in).
-    pub flags: u32,
-    /// Alignment.
-    pub _pad1: u32,
-    /// `GpuVirtualAddress` (in/out).
-    pub gpu_virtual_address: u64,
-    /// `Priority` (in).
-    pub priority: u32,
-    /// Alignment.
-    pub _pad2: u32,
-    /// `Reserved`.
-    pub reserved: [u64; 5],
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(size_of::<D3dkmtCreateAllocation>() == 0x48);
-    assert!(offset_of!(D3dkmtCreateAllocation, p_private_runtime_data) == 16);
-    assert!(offset_of!(D3dkmtCreateAllocation, p_private_driver_data) == 32);
-    assert!(offset_of!(D3dkmtCreateAllocation, private_driver_data_size) == 40);
-    assert!(offset_of!(D3dkmtCreateAllocation, num_allocations) == 44);
-    assert!(offset_of!(D3dkmtCreateAllocation, p_allocation_info2) == 48);
-    assert!(offset_of!(D3dkmtCreateAllocation, flags) == 56);
-    assert!(offset_of!(D3dkmtCreateAllocation, h_private_runtime_resource_handle) == 64);
-    assert!(size_of::<D3dddiAllocationInfo2>() == 96);
-    assert!(offset_of!(D3dddiAllocationInfo2, p_private_driver_data) == 16);
-    assert!(offset_of!(D3dddiAllocationInfo2, private_driver_data_size) == 24);
-    assert!(offset_of!(D3dddiAllocationInfo2, flags) == 32);
-    assert!(offset_of!(D3dddiAllocationInfo2, gpu_virtual_address) == 40);
-    assert!(offset_of!(D3dddiAllocationInfo2, reserved) == 56);
-};
 
 /// What `DxgkCreateAllocationInternal` writes back into the caller's structure once
 /// `DXGDEVICE::CreateAllocation` ran, whatever it answered: `hResource` and `hGlobalShare`
@@ -294,17 +190,17 @@ pub type Made = rvgpu_umd::kmt::MappedGpu;
 /// `DxgkCreateAllocationInternal` destroys the allocations when the copy back fails.
 pub fn dxgk_create_allocation_internal(
     m: &Machine,
-    a: &mut D3dkmtCreateAllocation,
+    a: &mut D3DKMT_CREATEALLOCATION,
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     mem: &dyn CallerMemory,
-    write_back: impl FnOnce(&D3dkmtCreateAllocation) -> Result<(), NtStatus>,
+    write_back: impl FnOnce(&D3DKMT_CREATEALLOCATION) -> Result<(), NtStatus>,
 ) -> Result<Vec<Made>, NtStatus> {
-    let p = device(a.h_device).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or_else(bad)?;
     let signing = m.os_config().test_signing;
-    create_allocation_checks(signing, a.flags, a.num_allocations, a.h_resource)?;
+    create_allocation_checks(signing, a.Flags, a.NumAllocations, a.hResource)?;
     let sh = m.kmt(&p).thunk()?;
     super::lock::device_active(&sh, p.device)?;
-    a.h_global_share = 0;
+    a.hGlobalShare = 0;
     let made = device_create_allocation(m, &sh, p, a, mem);
     let written = write_back(a);
     match (made, written) {
@@ -318,52 +214,52 @@ pub fn dxgk_create_allocation_internal(
 }
 
 /// `DXGDEVICE::CreateAllocation` (`K:` @0x140356E10) from its first check on: steps 4 to 9 of
-/// [`dxgk_create_allocation_internal`]. On success `a.h_resource` is 0 (no resource).
+/// [`dxgk_create_allocation_internal`]. On success `a.hResource` is 0 (no resource).
 fn device_create_allocation(
     m: &Machine,
     sh: &AdapterShared,
     p: UmsProcess,
-    a: &mut D3dkmtCreateAllocation,
+    a: &mut D3DKMT_CREATEALLOCATION,
     mem: &dyn CallerMemory,
 ) -> Result<Vec<Made>, NtStatus> {
-    let cross = a.flags & CROSS_ADAPTER != 0;
-    if cross && a.flags & CREATE_SHARED == 0 {
+    let cross = a.Flags & CROSS_ADAPTER != 0;
+    if cross && a.Flags & CREATE_SHARED == 0 {
         return Err(bad());
     }
-    let stride = core::mem::size_of::<D3dddiAllocationInfo2>() as u32;
+    let stride = core::mem::size_of::<D3DDDI_ALLOCATIONINFO2>() as u32;
     // At most 0x682AA entries (step 2): 96 bytes each fit in a u32.
-    let list = match a.num_allocations {
+    let list = match a.NumAllocations {
         0 => Vec::new(),
-        n => mem.read(a.p_allocation_info2, n.saturating_mul(stride))?,
+        n => mem.read(a.pAllocationInfo2, n.saturating_mul(stride))?,
     };
-    let infos: Vec<D3dddiAllocationInfo2> = list
+    let infos: Vec<D3DDDI_ALLOCATIONINFO2> = list
         .chunks_exact(stride as usize)
-        .filter_map(|c| D3dddiAllocationInfo2::read_from_bytes(c).ok())
+        .filter_map(|c| D3DDDI_ALLOCATIONINFO2::read_from_bytes(c).ok())
         .collect();
     for info in &infos {
-        let stereo = info.flags & INFO_STEREO != 0;
-        if stereo && (cross || info.flags & INFO_PRIMARY == 0) {
+        let stereo = info.Flags & INFO_STEREO != 0;
+        if stereo && (cross || info.Flags & INFO_PRIMARY == 0) {
             return Err(bad());
         }
     }
     let mut pdds = Vec::with_capacity(infos.len());
     for info in &infos {
-        let size = info.private_driver_data_size;
+        let size = info.PrivateDriverDataSize;
         if size > 0x7FFF_FFFF {
             return Err(bad());
         }
-        pdds.push(if info.p_private_driver_data == 0 || size == 0 {
+        pdds.push(if info.pPrivateDriverData == 0 || size == 0 {
             Vec::new()
         } else if size > MAX_ALLOCATION_PRIVATE_DATA {
             return Err(NtStatus(STATUS_NO_MEMORY));
         } else {
-            mem.read(info.p_private_driver_data, size)?
+            mem.read(info.pPrivateDriverData, size)?
         });
     }
-    let runtime = a.p_private_runtime_data != 0 || a.p_private_driver_data != 0;
-    let primary = infos.iter().any(|i| i.flags & INFO_PRIMARY != 0);
-    let sysmem = infos.iter().any(|i| i.system_mem != 0);
-    if a.h_resource != 0 || a.flags != 0 || runtime || primary || sysmem {
+    let runtime = a.pPrivateRuntimeData != 0 || a.pPrivateDriverData != 0;
+    let primary = infos.iter().any(|i| i.Flags & INFO_PRIMARY != 0);
+    let sysmem = infos.iter().any(|i| i.pSystemMem != 0);
+    if a.hResource != 0 || a.Flags != 0 || runtime || primary || sysmem {
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
     }
     let mut made = Vec::with_capacity(pdds.len());
@@ -389,7 +285,7 @@ fn device_create_allocation(
     }
     for (i, one) in made.iter().enumerate() {
         let entry = a
-            .p_allocation_info2
+            .pAllocationInfo2
             .wrapping_add(u64::from(stride).wrapping_mul(i as u64));
         let mut out = mem.write(entry, one.handle.as_bytes());
         // 24H2 writes no VA back (`answers::AllocationVa::MappedByCaller`); the pages'
@@ -397,7 +293,7 @@ fn device_create_allocation(
         if one.gpu_va != 0 && out.is_ok() {
             let at = entry
                 .wrapping_add(
-                    core::mem::offset_of!(D3dddiAllocationInfo2, gpu_virtual_address) as u64,
+                    core::mem::offset_of!(D3DDDI_ALLOCATIONINFO2, GpuVirtualAddress) as u64,
                 );
             out = mem.write(at, one.gpu_va.as_bytes());
         }
@@ -406,7 +302,7 @@ fn device_create_allocation(
             return Err(e);
         }
     }
-    a.h_resource = 0;
+    a.hResource = 0;
     Ok(made)
 }
 
@@ -432,9 +328,9 @@ impl HostCreate {
 
     /// One allocation described by `pdd`.
     pub(crate) fn one(pdd: &[u8]) -> Self {
-        let info = D3dddiAllocationInfo2 {
-            p_private_driver_data: Self::PDD_AT,
-            private_driver_data_size: u32::try_from(pdd.len()).unwrap_or(u32::MAX),
+        let info = D3DDDI_ALLOCATIONINFO2 {
+            pPrivateDriverData: Self::PDD_AT,
+            PrivateDriverDataSize: u32::try_from(pdd.len()).unwrap_or(u32::MAX),
             ..Default::default()
         };
         Self {
@@ -444,11 +340,11 @@ impl HostCreate {
     }
 
     /// The structure the UMD's Windows thunk fills for it on `h_device`.
-    pub(crate) fn structure(&self, h_device: u32) -> D3dkmtCreateAllocation {
-        D3dkmtCreateAllocation {
-            h_device,
-            num_allocations: 1,
-            p_allocation_info2: Self::LIST_AT,
+    pub(crate) fn structure(&self, h_device: u32) -> D3DKMT_CREATEALLOCATION {
+        D3DKMT_CREATEALLOCATION {
+            hDevice: h_device,
+            NumAllocations: 1,
+            pAllocationInfo2: Self::LIST_AT,
             ..Default::default()
         }
     }

@@ -7,8 +7,6 @@
 //! structure as written, the checks in 24H2's order with their statuses, then the simulated
 //! VidMm ([`crate::vidmm::va`]), and back exactly the fields 24H2 writes.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{GpuVaProtection, KmtHandle, MapGpuVa, NtStatus, ReserveGpuVa, UpdateGpuVaOp};
 
@@ -16,101 +14,10 @@ use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
-/// `D3DDDI_RESERVEGPUVIRTUALADDRESS` in the released x64 layout (72 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dddiReserveGpuVirtualAddress {
-    /// `hPagingQueue` / `hAdapter` (a union: 24H2 opens the handle as either).
-    pub h_paging_queue: u32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `BaseAddress` (in).
-    pub base_address: u64,
-    /// `MinimumAddress` (in).
-    pub minimum_address: u64,
-    /// `MaximumAddress` (in).
-    pub maximum_address: u64,
-    /// `Size` (in).
-    pub size: u64,
-    /// `ReservationType` / `Reserved0` (a union, in).
-    pub reservation_type: i32,
-    /// Alignment.
-    pub _pad1: u32,
-    /// `DriverProtection` (in).
-    pub driver_protection: u64,
-    /// `VirtualAddress` (out).
-    pub virtual_address: u64,
-    /// `PagingFenceValue` (out).
-    pub paging_fence_value: u64,
-}
-
-/// `D3DDDI_MAPGPUVIRTUALADDRESS` in the released x64 layout (104 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dddiMapGpuVirtualAddress {
-    /// `hPagingQueue` (in).
-    pub h_paging_queue: u32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `BaseAddress` (in).
-    pub base_address: u64,
-    /// `MinimumAddress` (in).
-    pub minimum_address: u64,
-    /// `MaximumAddress` (in).
-    pub maximum_address: u64,
-    /// `hAllocation` (in).
-    pub h_allocation: u32,
-    /// Alignment.
-    pub _pad1: u32,
-    /// `OffsetInPages` (in).
-    pub offset_in_pages: u64,
-    /// `SizeInPages` (in).
-    pub size_in_pages: u64,
-    /// `Protection` (`D3DDDIGPUVIRTUALADDRESS_PROTECTION_TYPE`, in).
-    pub protection: u64,
-    /// `DriverProtection` (in).
-    pub driver_protection: u64,
-    /// `Reserved0` (in).
-    pub reserved0: u32,
-    /// Alignment.
-    pub _pad2: u32,
-    /// `Reserved1` (in).
-    pub reserved1: u64,
-    /// `VirtualAddress` (out).
-    pub virtual_address: u64,
-    /// `PagingFenceValue` (out).
-    pub paging_fence_value: u64,
-}
-
-/// `D3DKMT_FREEGPUVIRTUALADDRESS` in the released x64 layout (24 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtFreeGpuVirtualAddress {
-    /// `hAdapter` (in).
-    pub h_adapter: u32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `BaseAddress` (in).
-    pub base_address: u64,
-    /// `Size` (in).
-    pub size: u64,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dddiReserveGpuVirtualAddress, size) == 32);
-    assert!(offset_of!(D3dddiReserveGpuVirtualAddress, reservation_type) == 40);
-    assert!(offset_of!(D3dddiReserveGpuVirtualAddress, virtual_address) == 56);
-    assert!(offset_of!(D3dddiReserveGpuVirtualAddress, paging_fence_value) == 64);
-    assert!(size_of::<D3dddiReserveGpuVirtualAddress>() == 72);
-    assert!(offset_of!(D3dddiMapGpuVirtualAddress, h_allocation) == 32);
-    assert!(offset_of!(D3dddiMapGpuVirtualAddress, protection) == 56);
-    assert!(offset_of!(D3dddiMapGpuVirtualAddress, reserved0) == 72);
-    assert!(offset_of!(D3dddiMapGpuVirtualAddress, virtual_address) == 88);
-    assert!(offset_of!(D3dddiMapGpuVirtualAddress, paging_fence_value) == 96);
-    assert!(size_of::<D3dddiMapGpuVirtualAddress>() == 104);
-    assert!(offset_of!(D3dkmtFreeGpuVirtualAddress, size) == 16);
-    assert!(size_of::<D3dkmtFreeGpuVirtualAddress>() == 24);
+pub use rvgpu_ddi::d3dkmt::{
+    D3DDDI_MAPGPUVIRTUALADDRESS, D3DDDI_RESERVEGPUVIRTUALADDRESS,
+    D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION, D3DKMT_FREEGPUVIRTUALADDRESS,
+    D3DKMT_UPDATEGPUVIRTUALADDRESS,
 };
 
 /// What the first member of a reserve names in the caller's handle table: one of its paging
@@ -139,35 +46,35 @@ fn bad() -> NtStatus {
 ///    paging queue, or above 1 (a negative type): STATUS_INVALID_PARAMETER;
 /// 4. VidMm's reservation ([`crate::vidmm::va`]).
 ///
-/// On success `a.virtual_address` is the range; `PagingFenceValue` stays as the caller wrote
+/// On success `a.VirtualAddress` is the range; `PagingFenceValue` stays as the caller wrote
 /// it (24H2 copies back the captured structure's). On failure `a` is unchanged.
 pub fn dxgk_reserve_gpu_virtual_address(
     m: &Machine,
-    a: &mut D3dddiReserveGpuVirtualAddress,
+    a: &mut D3DDDI_RESERVEGPUVIRTUALADDRESS,
     open: impl FnOnce(u32) -> Option<VaHandle>,
 ) -> Result<(), NtStatus> {
-    if a.reservation_type > RESERVE_ZERO {
+    if a.ReservationType > RESERVE_ZERO {
         return Err(bad());
     }
-    let (p, queue) = match open(a.h_paging_queue).ok_or_else(bad)? {
+    let (p, queue) = match open(a.hPagingQueue).ok_or_else(bad)? {
         VaHandle::PagingQueue(p) => (p, true),
         VaHandle::Adapter(p) => (p, false),
     };
-    let reserved0 = a.reservation_type as u32;
+    let reserved0 = a.ReservationType as u32;
     if (reserved0 == 1 && !queue) || reserved0 > 1 {
         return Err(bad());
     }
     let r = ReserveGpuVa {
-        base: a.base_address,
-        minimum: a.minimum_address,
-        maximum: a.maximum_address,
-        size: a.size,
-        reservation_type: a.reservation_type,
+        base: a.BaseAddress,
+        minimum: a.MinimumAddress,
+        maximum: a.MaximumAddress,
+        size: a.Size,
+        reservation_type: a.ReservationType,
     };
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     let va = crate::vidmm::va::gpu_va_reserve(&sh, p.device, r).map_err(super::status)?;
-    a.virtual_address = va;
+    a.VirtualAddress = va;
     Ok(())
 }
 
@@ -197,45 +104,45 @@ const PAGE_MASK: u64 = !(rvgpu_hw::PAGE_SIZE - 1);
 ///    or `Zero`: STATUS_INVALID_PARAMETER; then `BaseAddress`, `MinimumAddress` and
 ///    `MaximumAddress` rounded down to 4 KiB, and the mapping ([`crate::vidmm::va`]).
 ///
-/// On success `a.virtual_address` and `a.paging_fence_value` are VidMm's; the fence may not
+/// On success `a.VirtualAddress` and `a.PagingFenceValue` are VidMm's; the fence may not
 /// have reached that value yet (the thunk answers STATUS_PENDING then). On failure `a` is
 /// unchanged.
 pub fn dxgk_map_gpu_virtual_address(
     m: &Machine,
-    a: &mut D3dddiMapGpuVirtualAddress,
+    a: &mut D3DDDI_MAPGPUVIRTUALADDRESS,
     queue: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(u32) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
-    let p = queue(a.h_paging_queue).ok_or_else(bad)?;
-    let prot = a.protection;
+    let p = queue(a.hPagingQueue).ok_or_else(bad)?;
+    let prot = a.Protection;
     if prot & PROTECTION_REFUSED != 0 {
         return Err(bad());
     }
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     super::lock::device_active(&sh, p.device)?;
-    if prot & PROTECTION_NO_ALLOCATION == 0 && allocation(a.h_allocation) != Some(p.device) {
+    if prot & PROTECTION_NO_ALLOCATION == 0 && allocation(a.hAllocation) != Some(p.device) {
         return Err(bad());
     }
     if prot & GpuVaProtection::NO_ACCESS.0 != 0 && prot & PROTECTION_ACCESS != 0 {
         return Err(bad());
     }
     let r = MapGpuVa {
-        paging_queue: a.h_paging_queue,
-        base: a.base_address & PAGE_MASK,
-        minimum: a.minimum_address & PAGE_MASK,
-        maximum: a.maximum_address & PAGE_MASK,
-        allocation: a.h_allocation,
-        offset_in_pages: a.offset_in_pages,
-        size_in_pages: a.size_in_pages,
+        paging_queue: a.hPagingQueue,
+        base: a.BaseAddress & PAGE_MASK,
+        minimum: a.MinimumAddress & PAGE_MASK,
+        maximum: a.MaximumAddress & PAGE_MASK,
+        allocation: a.hAllocation,
+        offset_in_pages: a.OffsetInPages,
+        size_in_pages: a.SizeInPages,
         protection: GpuVaProtection(prot),
-        driver_protection: a.driver_protection,
+        driver_protection: a.DriverProtection,
     };
     // What VidMm released since its last entry goes first (AL-03), as for allocations.
     m.reap_allocations(&sh).map_err(super::status)?;
     let (va, fence) = crate::vidmm::va::gpu_va_map(m, &sh, p.device, r).map_err(super::status)?;
-    a.virtual_address = va;
-    a.paging_fence_value = fence;
+    a.VirtualAddress = va;
+    a.PagingFenceValue = fence;
     Ok(())
 }
 
@@ -247,28 +154,28 @@ pub fn dxgk_map_gpu_virtual_address(
 /// Nothing is written back.
 pub fn dxgk_free_gpu_virtual_address(
     m: &Machine,
-    a: &D3dkmtFreeGpuVirtualAddress,
+    a: &D3DKMT_FREEGPUVIRTUALADDRESS,
     adapter: impl FnOnce(u32) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
-    let p = adapter(a.h_adapter).ok_or_else(bad)?;
+    let p = adapter(a.hAdapter).ok_or_else(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    crate::vidmm::va::gpu_va_free(m, &sh, p.device, a.base_address, a.size).map_err(super::status)
+    crate::vidmm::va::gpu_va_free(m, &sh, p.device, a.BaseAddress, a.Size).map_err(super::status)
 }
 
 /// The Rust UMD's `D3DKMTReserveGpuVirtualAddress` (its Windows thunk names the adapter; a
 /// simulated process's adapter is the one its device is on).
 pub(super) fn umd_reserve(m: &Machine, p: UmsProcess, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
-    let mut a = D3dddiReserveGpuVirtualAddress {
-        base_address: r.base,
-        minimum_address: r.minimum,
-        maximum_address: r.maximum,
-        size: r.size,
-        reservation_type: r.reservation_type,
+    let mut a = D3DDDI_RESERVEGPUVIRTUALADDRESS {
+        BaseAddress: r.base,
+        MinimumAddress: r.minimum,
+        MaximumAddress: r.maximum,
+        Size: r.size,
+        ReservationType: r.reservation_type,
         ..Default::default()
     };
     dxgk_reserve_gpu_virtual_address(m, &mut a, |_| Some(VaHandle::Adapter(p)))?;
-    Ok(a.virtual_address)
+    Ok(a.VirtualAddress)
 }
 
 /// The Rust UMD's `D3DKMTMapGpuVirtualAddress`: the paging queue and the allocation are
@@ -278,16 +185,16 @@ pub(super) fn umd_map(
     p: UmsProcess,
     r: &MapGpuVa,
 ) -> Result<rvgpu_umd::kmt::MappedGpuVa, NtStatus> {
-    let mut a = D3dddiMapGpuVirtualAddress {
-        h_paging_queue: r.paging_queue,
-        base_address: r.base,
-        minimum_address: r.minimum,
-        maximum_address: r.maximum,
-        h_allocation: r.allocation,
-        offset_in_pages: r.offset_in_pages,
-        size_in_pages: r.size_in_pages,
-        protection: r.protection.0,
-        driver_protection: r.driver_protection,
+    let mut a = D3DDDI_MAPGPUVIRTUALADDRESS {
+        hPagingQueue: r.paging_queue,
+        BaseAddress: r.base,
+        MinimumAddress: r.minimum,
+        MaximumAddress: r.maximum,
+        hAllocation: r.allocation,
+        OffsetInPages: r.offset_in_pages,
+        SizeInPages: r.size_in_pages,
+        Protection: r.protection.0,
+        DriverProtection: r.driver_protection,
         ..Default::default()
     };
     let queue_device = paging_queue_device(m, &p, r.paging_queue);
@@ -295,8 +202,8 @@ pub(super) fn umd_map(
     let queue = |_| (queue_device == Some(p.device)).then_some(p);
     dxgk_map_gpu_virtual_address(m, &mut a, queue, |_| owner)?;
     Ok(rvgpu_umd::kmt::MappedGpuVa {
-        va: a.virtual_address,
-        paging_fence_value: a.paging_fence_value,
+        va: a.VirtualAddress,
+        paging_fence_value: a.PagingFenceValue,
     })
 }
 
@@ -319,79 +226,13 @@ pub(crate) fn paging_queue_device(m: &Machine, p: &UmsProcess, h: KmtHandle) -> 
 
 /// The Rust UMD's `D3DKMTFreeGpuVirtualAddress` (the adapter, as for [`umd_reserve`]).
 pub(super) fn umd_free(m: &Machine, p: UmsProcess, base: u64, size: u64) -> Result<(), NtStatus> {
-    let a = D3dkmtFreeGpuVirtualAddress {
-        base_address: base,
-        size,
+    let a = D3DKMT_FREEGPUVIRTUALADDRESS {
+        BaseAddress: base,
+        Size: size,
         ..Default::default()
     };
     dxgk_free_gpu_virtual_address(m, &a, |_| Some(p))
 }
-
-/// `D3DKMT_UPDATEGPUVIRTUALADDRESS` in the released x64 layout (56 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtUpdateGpuVirtualAddress {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// `hContext` (in).
-    pub h_context: u32,
-    /// `hFenceObject` (in).
-    pub h_fence_object: u32,
-    /// `NumOperations` (in).
-    pub num_operations: u32,
-    /// `Operations` (in: `NumOperations` entries of
-    /// [`D3dddiUpdateGpuVirtualAddressOperation`]).
-    pub operations: u64,
-    /// `Reserved0` (in).
-    pub reserved0: u32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `Reserved1` (in).
-    pub reserved1: u64,
-    /// `FenceValue` (in).
-    pub fence_value: u64,
-    /// `Flags` (`DoNotWait` is bit 0, in).
-    pub flags: u32,
-    /// Alignment.
-    pub _pad1: u32,
-}
-
-/// `D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION` in the released x64 layout (64 bytes):
-/// `OperationType` and the union member it names, each member at its offset.
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dddiUpdateGpuVirtualAddressOperation {
-    /// `OperationType` (`D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION_TYPE`).
-    pub operation_type: i32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `BaseAddress` (MAP, MAP_PROTECT, UNMAP) or `SourceAddress` (COPY).
-    pub base_address: u64,
-    /// `SizeInBytes`.
-    pub size_in_bytes: u64,
-    /// `hAllocation` (MAP, MAP_PROTECT: the low half), `Unmap.Protection` or
-    /// `Copy.DestAddress`.
-    pub third: u64,
-    /// `AllocationOffsetInBytes` (MAP, MAP_PROTECT).
-    pub allocation_offset_in_bytes: u64,
-    /// `AllocationSizeInBytes` (MAP, MAP_PROTECT).
-    pub allocation_size_in_bytes: u64,
-    /// `MapProtect.Protection`.
-    pub protection: u64,
-    /// `MapProtect.DriverProtection`.
-    pub driver_protection: u64,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtUpdateGpuVirtualAddress, operations) == 16);
-    assert!(offset_of!(D3dkmtUpdateGpuVirtualAddress, fence_value) == 40);
-    assert!(offset_of!(D3dkmtUpdateGpuVirtualAddress, flags) == 48);
-    assert!(size_of::<D3dkmtUpdateGpuVirtualAddress>() == 56);
-    assert!(offset_of!(D3dddiUpdateGpuVirtualAddressOperation, third) == 24);
-    assert!(offset_of!(D3dddiUpdateGpuVirtualAddressOperation, protection) == 48);
-    assert!(size_of::<D3dddiUpdateGpuVirtualAddressOperation>() == 64);
-};
 
 /// `D3DKMT_UPDATEGPUVIRTUALADDRESS::Flags.DoNotWait`.
 pub const UPDATE_DO_NOT_WAIT: u32 = 1 << 0;
@@ -411,7 +252,7 @@ pub trait UpdateCaller {
         &self,
         at: u64,
         n: u32,
-    ) -> Result<Vec<D3dddiUpdateGpuVirtualAddressOperation>, NtStatus>;
+    ) -> Result<Vec<D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION>, NtStatus>;
     /// The device of the allocation `h` names on the adapter (`None`: not an allocation in
     /// the table).
     fn allocation_device(&self, h: u32) -> Option<KmtHandle>;
@@ -435,40 +276,40 @@ pub trait UpdateCaller {
 /// Nothing is written back.
 pub fn dxgk_update_gpu_virtual_address(
     m: &Machine,
-    a: &D3dkmtUpdateGpuVirtualAddress,
+    a: &D3DKMT_UPDATEGPUVIRTUALADDRESS,
     caller: &dyn UpdateCaller,
 ) -> Result<(), NtStatus> {
-    if a.num_operations == 0 {
+    if a.NumOperations == 0 {
         return Err(bad());
     }
-    let p = caller.device(a.h_device).ok_or_else(bad)?;
-    if caller.context_device(a.h_context) != Some(p.device) {
+    let p = caller.device(a.hDevice).ok_or_else(bad)?;
+    if caller.context_device(a.hContext) != Some(p.device) {
         return Err(bad());
     }
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     crate::vidmm::va::update::update_device(&sh, p.device).map_err(super::status)?;
-    if a.num_operations > MAX_UPDATE_OPERATIONS {
+    if a.NumOperations > MAX_UPDATE_OPERATIONS {
         return Err(bad());
     }
-    let raw = caller.operations(a.operations, a.num_operations)?;
+    let raw = caller.operations(a.Operations, a.NumOperations)?;
     let map = |t: i32| {
         t == rvgpu_umd::kmt::UPDATE_GPU_VA_MAP || t == rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT
     };
     if raw.iter().any(|o| {
-        o.operation_type as u32 > UPDATE_LAST_TYPE || (map(o.operation_type) && o.third as u32 == 0)
+        o.OperationType as u32 > UPDATE_LAST_TYPE || (map(o.OperationType) && o.hAllocation == 0)
     }) {
         return Err(bad());
     }
     let owners = raw
         .iter()
-        .map(|o| match map(o.operation_type) {
-            true => caller.allocation_device(o.third as u32).map(Some),
+        .map(|o| match map(o.OperationType) {
+            true => caller.allocation_device(o.hAllocation).map(Some),
             false => Some(None),
         })
         .collect::<Option<Vec<_>>>()
         .ok_or_else(bad)?;
-    let (fence_device, fence) = caller.fence(a.h_fence_object).ok_or_else(bad)?;
+    let (fence_device, fence) = caller.fence(a.hFenceObject).ok_or_else(bad)?;
     if fence_device != p.device {
         return Err(bad());
     }
@@ -477,10 +318,10 @@ pub fn dxgk_update_gpu_virtual_address(
     m.reap_allocations(&sh).map_err(super::status)?;
     let c = crate::vidmm::va::update::UpdateCall {
         device: p.device,
-        context: a.h_context,
+        context: a.hContext,
         fence,
-        fence_value: a.fence_value,
-        do_not_wait: a.flags & UPDATE_DO_NOT_WAIT != 0,
+        fence_value: a.FenceValue,
+        do_not_wait: a.Flags & UPDATE_DO_NOT_WAIT != 0,
         ops: &ops,
         owners: &owners,
     };
@@ -488,23 +329,23 @@ pub fn dxgk_update_gpu_virtual_address(
 }
 
 /// One operation as VidMm reads it: the union member its type names.
-fn update_op(o: &D3dddiUpdateGpuVirtualAddressOperation) -> UpdateGpuVaOp {
+fn update_op(o: &D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION) -> UpdateGpuVaOp {
     let mut op = UpdateGpuVaOp {
-        operation_type: o.operation_type,
-        base: o.base_address,
-        size: o.size_in_bytes,
+        operation_type: o.OperationType,
+        base: o.BaseAddress,
+        size: o.SizeInBytes,
         ..UpdateGpuVaOp::default()
     };
-    match o.operation_type {
-        rvgpu_umd::kmt::UPDATE_GPU_VA_UNMAP => op.protection = GpuVaProtection(o.third),
-        rvgpu_umd::kmt::UPDATE_GPU_VA_COPY => op.dest = o.third,
+    match o.OperationType {
+        rvgpu_umd::kmt::UPDATE_GPU_VA_UNMAP => op.protection = GpuVaProtection(o.operand()),
+        rvgpu_umd::kmt::UPDATE_GPU_VA_COPY => op.dest = o.operand(),
         _ => {
-            op.allocation = o.third as u32;
-            op.allocation_offset = o.allocation_offset_in_bytes;
-            op.allocation_size = o.allocation_size_in_bytes;
-            if o.operation_type == rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT {
-                op.protection = GpuVaProtection(o.protection);
-                op.driver_protection = o.driver_protection;
+            op.allocation = o.hAllocation;
+            op.allocation_offset = o.AllocationOffsetInBytes;
+            op.allocation_size = o.AllocationSizeInBytes;
+            if o.OperationType == rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT {
+                op.protection = GpuVaProtection(o.Protection);
+                op.driver_protection = o.DriverProtection;
             }
         }
     }
@@ -520,14 +361,14 @@ pub(super) fn umd_update(
     u: &rvgpu_umd::kmt::UpdateGpuVa,
     ops: &[UpdateGpuVaOp],
 ) -> Result<(), NtStatus> {
-    let raw: Vec<D3dddiUpdateGpuVirtualAddressOperation> = ops.iter().map(raw_op).collect();
-    let a = D3dkmtUpdateGpuVirtualAddress {
-        h_device: p.device,
-        h_context: u.context,
-        h_fence_object: u.fence,
-        num_operations: u32::try_from(raw.len()).map_err(|_| bad())?,
-        fence_value: u.fence_value,
-        flags: if u.do_not_wait { UPDATE_DO_NOT_WAIT } else { 0 },
+    let raw: Vec<D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION> = ops.iter().map(raw_op).collect();
+    let a = D3DKMT_UPDATEGPUVIRTUALADDRESS {
+        hDevice: p.device,
+        hContext: u.context,
+        hFenceObject: u.fence,
+        NumOperations: u32::try_from(raw.len()).map_err(|_| bad())?,
+        FenceValue: u.fence_value,
+        Flags: if u.do_not_wait { UPDATE_DO_NOT_WAIT } else { 0 },
         ..Default::default()
     };
     let caller = UmdCaller { m, p, raw };
@@ -535,30 +376,31 @@ pub(super) fn umd_update(
 }
 
 /// The operation as the UMD's Windows thunk lays it out (`umd/src/kmt_windows/layout.rs`).
-fn raw_op(op: &UpdateGpuVaOp) -> D3dddiUpdateGpuVirtualAddressOperation {
-    let third = match op.operation_type {
+fn raw_op(op: &UpdateGpuVaOp) -> D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION {
+    let operand = match op.operation_type {
         rvgpu_umd::kmt::UPDATE_GPU_VA_UNMAP => op.protection.0,
         rvgpu_umd::kmt::UPDATE_GPU_VA_COPY => op.dest,
         _ => u64::from(op.allocation),
     };
-    D3dddiUpdateGpuVirtualAddressOperation {
-        operation_type: op.operation_type,
-        base_address: op.base,
-        size_in_bytes: op.size,
-        third,
-        allocation_offset_in_bytes: op.allocation_offset,
-        allocation_size_in_bytes: op.allocation_size,
-        protection: op.protection.0,
-        driver_protection: op.driver_protection,
+    let mut raw = D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION {
+        OperationType: op.operation_type,
+        BaseAddress: op.base,
+        SizeInBytes: op.size,
+        AllocationOffsetInBytes: op.allocation_offset,
+        AllocationSizeInBytes: op.allocation_size,
+        Protection: op.protection.0,
+        DriverProtection: op.driver_protection,
         ..Default::default()
-    }
+    };
+    raw.set_operand(operand);
+    raw
 }
 
 /// The Rust UMD's process as [`UpdateCaller`]: its device, and the objects of its process.
 struct UmdCaller<'m> {
     m: &'m Machine,
     p: UmsProcess,
-    raw: Vec<D3dddiUpdateGpuVirtualAddressOperation>,
+    raw: Vec<D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION>,
 }
 
 impl UmdCaller<'_> {
@@ -585,7 +427,7 @@ impl UpdateCaller for UmdCaller<'_> {
         &self,
         _: u64,
         _: u32,
-    ) -> Result<Vec<D3dddiUpdateGpuVirtualAddressOperation>, NtStatus> {
+    ) -> Result<Vec<D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION>, NtStatus> {
         Ok(self.raw.clone())
     }
     fn allocation_device(&self, h: u32) -> Option<KmtHandle> {

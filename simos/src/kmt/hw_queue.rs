@@ -7,8 +7,6 @@
 
 use std::cell::RefCell;
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
 use rvgpu_umd::kmt::{HwQueue, KmtHandle, NtStatus, QueueProgress};
 
@@ -19,69 +17,7 @@ use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
 use crate::ums::{self, UmsProcess};
 
-/// `D3DKMT_CREATEHWQUEUE` in the released x64 layout (48 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtCreateHwQueue {
-    /// `hHwContext` (in).
-    pub h_hw_context: u32,
-    /// `Flags` (`D3DDDI_CREATEHWQUEUEFLAGS`, in).
-    pub flags: u32,
-    /// `PrivateDriverDataSize` (in).
-    pub private_driver_data_size: u32,
-    /// Alignment.
-    pub _pad: u32,
-    /// `pPrivateDriverData` (in/out), an address in the caller's process.
-    pub p_private_driver_data: u64,
-    /// `hHwQueue` (out).
-    pub h_hw_queue: u32,
-    /// `hHwQueueProgressFence` (out).
-    pub h_hw_queue_progress_fence: u32,
-    /// `HwQueueProgressFenceCPUVirtualAddress` (out).
-    pub progress_fence_cpu_va: u64,
-    /// `HwQueueProgressFenceGPUVirtualAddress` (out).
-    pub progress_fence_gpu_va: u64,
-}
-
-/// `D3DKMT_SUBMITCOMMANDTOHWQUEUE` in the released x64 layout (56 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, Default)]
-#[repr(C)]
-pub struct D3dkmtSubmitCommandToHwQueue {
-    /// `hHwQueue`.
-    pub h_hw_queue: u32,
-    /// Alignment.
-    pub _pad0: u32,
-    /// `HwQueueProgressFenceId`.
-    pub progress_fence_id: u64,
-    /// `CommandBuffer` (a GPU VA).
-    pub command_buffer: u64,
-    /// `CommandLength`.
-    pub command_length: u32,
-    /// `PrivateDriverDataSize`.
-    pub private_driver_data_size: u32,
-    /// `pPrivateDriverData`.
-    pub p_private_driver_data: u64,
-    /// `NumPrimaries`.
-    pub num_primaries: u32,
-    /// Alignment.
-    pub _pad1: u32,
-    /// `WrittenPrimaries`, an address of `NumPrimaries` handles.
-    pub written_primaries: u64,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtCreateHwQueue, p_private_driver_data) == 16);
-    assert!(offset_of!(D3dkmtCreateHwQueue, h_hw_queue) == 24);
-    assert!(offset_of!(D3dkmtCreateHwQueue, progress_fence_cpu_va) == 32);
-    assert!(offset_of!(D3dkmtCreateHwQueue, progress_fence_gpu_va) == 40);
-    assert!(size_of::<D3dkmtCreateHwQueue>() == 48);
-    assert!(offset_of!(D3dkmtSubmitCommandToHwQueue, progress_fence_id) == 8);
-    assert!(offset_of!(D3dkmtSubmitCommandToHwQueue, private_driver_data_size) == 28);
-    assert!(offset_of!(D3dkmtSubmitCommandToHwQueue, num_primaries) == 40);
-    assert!(offset_of!(D3dkmtSubmitCommandToHwQueue, written_primaries) == 48);
-    assert!(size_of::<D3dkmtSubmitCommandToHwQueue>() == 56);
-};
+pub use rvgpu_ddi::d3dkmt::{D3DKMT_CREATEHWQUEUE, D3DKMT_SUBMITCOMMANDTOHWQUEUE};
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::NoKmdAccess`.
 pub const NO_KMD_ACCESS: u32 = 1 << 3;
@@ -140,25 +76,25 @@ impl CreatedHwQueue {
 /// unchanged.
 pub fn dxgk_create_hw_queue_internal(
     m: &Machine,
-    a: &mut D3dkmtCreateHwQueue,
+    a: &mut D3DKMT_CREATEHWQUEUE,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
     mem: &dyn CallerMemory,
 ) -> Result<CreatedHwQueue, NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    let (at, size) = (a.p_private_driver_data, a.private_driver_data_size);
+    let (at, size) = (a.pPrivateDriverData, a.PrivateDriverDataSize);
     if (at == 0) != (size == 0) {
         return Err(bad);
     }
     let mut pdd = capture(mem, at, size)?;
-    if !m.os_config().test_signing && a.flags & NO_KMD_ACCESS != 0 {
+    if !m.os_config().test_signing && a.Flags & NO_KMD_ACCESS != 0 {
         return Err(bad);
     }
-    let p = owner(a.h_hw_context).ok_or(bad)?;
+    let p = owner(a.hHwContext).ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     // Without `HwQueueSupported`: BR-94 in `ums::create_hw_queue`, the same status.
-    ums::device_context_hw_queue(&sh, p.device, a.h_hw_context).ok_or(bad)?;
-    let q = ums::create_hw_queue(m, &sh, p.device, a.h_hw_context, a.flags, &mut pdd)
+    ums::device_context_hw_queue(&sh, p.device, a.hHwContext).ok_or(bad)?;
+    let q = ums::create_hw_queue(m, &sh, p.device, a.hHwContext, a.Flags, &mut pdd)
         .map_err(super::status)?;
     if !pdd.is_empty() {
         if let Err(e) = mem.write(at, &pdd) {
@@ -167,20 +103,20 @@ pub fn dxgk_create_hw_queue_internal(
         }
     }
     let native = m.hw_queue_native_progress(p.adapter, q.handle).is_some();
-    a.h_hw_queue = q.handle;
+    a.hHwQueue = q.handle;
     if native {
         // The pages (`DXGKARG_CREATEHWQUEUE` remarks) and 26H1 (`K:DxgkCreateHwQueueInternal`
         // copies the flags back): the runtime learns the progress fence is native.
-        a.flags |= NATIVE_PROGRESS_FENCE;
+        a.Flags |= NATIVE_PROGRESS_FENCE;
     }
     let progress = q.fence.zip(q.progress);
-    if a.flags & USER_MODE_SUBMISSION == 0 || progress.is_some() {
+    if a.Flags & USER_MODE_SUBMISSION == 0 || progress.is_some() {
         // 24H2 writes the three only for kernel-submission queues; 26H1 and the pages give a
         // user-mode queue a progress fence too (`UmsProgress::Given`).
         if let Some((fence, p)) = &progress {
-            a.h_hw_queue_progress_fence = *fence;
-            a.progress_fence_cpu_va = p.kernel_va() as u64;
-            a.progress_fence_gpu_va = p.gpu_va();
+            a.hHwQueueProgressFence = *fence;
+            a.HwQueueProgressFenceCPUVirtualAddress = p.kernel_va() as u64;
+            a.HwQueueProgressFenceGPUVirtualAddress = p.gpu_va();
         }
     }
     Ok(CreatedHwQueue {
@@ -219,34 +155,34 @@ fn capture(mem: &dyn CallerMemory, at: u64, size: u32) -> Result<Vec<u8>, NtStat
 /// Nothing is written back.
 pub fn dxgk_submit_command_to_hw_queue_internal(
     m: &Machine,
-    a: &D3dkmtSubmitCommandToHwQueue,
+    a: &D3DKMT_SUBMITCOMMANDTOHWQUEUE,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    let p = owner(a.h_hw_queue).ok_or(bad)?;
+    let p = owner(a.hHwQueue).ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     // Steps 1 (the queue is the device's) to 6 but the probe, on what the queue is.
     let admit = |kind: Option<ums::SubmitKind>| {
         let kind = kind.ok_or(bad)?;
-        if kind.user_mode || a.num_primaries > MAX_PRIMARIES {
+        if kind.user_mode || a.NumPrimaries > MAX_PRIMARIES {
             return Err(bad);
         }
-        if (a.p_private_driver_data == 0) != (a.private_driver_data_size == 0) {
+        if (a.pPrivateDriverData == 0) != (a.PrivateDriverDataSize == 0) {
             return Err(bad);
         }
         if kind.removed {
             return Err(NtStatus(STATUS_DEVICE_REMOVED));
         }
-        if a.private_driver_data_size > kind.dma_private_data {
+        if a.PrivateDriverDataSize > kind.dma_private_data {
             return Err(bad);
         }
         Ok(())
     };
-    if a.num_primaries != 0 {
-        admit(ums::submit_queue_kind(&sh, p.device, a.h_hw_queue))?;
-        mem.read(a.written_primaries, a.num_primaries * 4)?;
+    if a.NumPrimaries != 0 {
+        admit(ums::submit_queue_kind(&sh, p.device, a.hHwQueue))?;
+        mem.read(a.WrittenPrimaries, a.NumPrimaries * 4)?;
         // A render-only adapter has no primaries to write (the simulation's rule).
         return Err(bad);
     }
@@ -256,10 +192,10 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
         m,
         &sh,
         p.device,
-        a.h_hw_queue,
-        a.progress_fence_id,
-        a.command_buffer,
-        a.command_length,
+        a.hHwQueue,
+        a.HwQueueProgressFenceId,
+        a.CommandBuffer,
+        a.CommandLength,
         |kind| admit(kind).map_err(|s| SimError::DdiFailed(s.0)),
     )
     .map_err(super::status)

@@ -12,8 +12,6 @@
 //! `CrossAdapter` pass 24H2's checks and are then refused with STATUS_NOT_SUPPORTED, where 24H2
 //! would make them.
 
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
@@ -37,52 +35,7 @@ pub const SYNC_CROSS_ADAPTER: u32 = 1 << 2;
 /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::SignalByKmd`.
 pub const SYNC_SIGNAL_BY_KMD: u32 = 1 << 8;
 
-/// `D3DKMT_CREATESYNCHRONIZATIONOBJECT2` in the released x64 layout (96 bytes: the
-/// `D3DDDI_SYNCHRONIZATIONOBJECTINFO2` at 8, its union 8-aligned at 16; the union as its
-/// `MonitoredFence` member and the rest of its 64 bytes).
-#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug)]
-#[repr(C)]
-pub struct D3dkmtCreateSynchronizationObject2 {
-    /// `hDevice` (in).
-    pub h_device: u32,
-    /// Alignment of `Info`.
-    pub _pad0: u32,
-    /// `Info.Type` (`D3DDDI_SYNCHRONIZATIONOBJECT_TYPE`).
-    pub object_type: u32,
-    /// `Info.Flags` (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`).
-    pub flags: u32,
-    /// `Info.MonitoredFence.InitialFenceValue` (in).
-    pub initial_fence_value: u64,
-    /// `Info.MonitoredFence.FenceValueCPUVirtualAddress` (out).
-    pub fence_value_cpu_va: u64,
-    /// `Info.MonitoredFence.FenceValueGPUVirtualAddress` (out).
-    pub fence_value_gpu_va: u64,
-    /// `Info.MonitoredFence.EngineAffinity` (in).
-    pub engine_affinity: u32,
-    /// `Info.MonitoredFence.Padding`, then the rest of the union's 64 bytes.
-    pub union_rest: [u8; 36],
-    /// `Info.SharedHandle` (out, for a global share).
-    pub shared_handle: u32,
-    /// Alignment.
-    pub _pad1: u32,
-    /// `hSyncObject` (out).
-    pub h_sync_object: u32,
-    /// Alignment of the structure.
-    pub _pad2: u32,
-}
-
-const _: () = {
-    use core::mem::{offset_of, size_of};
-    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, object_type) == 8);
-    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, flags) == 12);
-    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, initial_fence_value) == 16);
-    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, fence_value_cpu_va) == 24);
-    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, fence_value_gpu_va) == 32);
-    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, engine_affinity) == 40);
-    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, shared_handle) == 80);
-    assert!(offset_of!(D3dkmtCreateSynchronizationObject2, h_sync_object) == 88);
-    assert!(size_of::<D3dkmtCreateSynchronizationObject2>() == 96);
-};
+pub use rvgpu_ddi::d3dkmt::D3DKMT_CREATESYNCHRONIZATIONOBJECT2;
 
 /// 24H2 copies 0x60 bytes in (`RtlCopyVolatileMemory`), the structure's size.
 pub const CAPTURED: usize = 0x60;
@@ -92,17 +45,21 @@ pub const CAPTURED: usize = 0x60;
 /// are not).
 pub const WRITTEN_BACK: [core::ops::Range<usize>; 2] = [88..92, 16..48];
 
-impl D3dkmtCreateSynchronizationObject2 {
-    /// A structure as a caller fills it for a monitored fence on `h_device` starting at
-    /// `initial`, with `flags`; the rest zero.
-    pub fn monitored_fence(h_device: KmtHandle, initial: u64, flags: u32) -> Self {
-        let mut a = <Self as zerocopy::FromZeros>::new_zeroed();
-        a.h_device = h_device;
-        a.object_type = MONITORED_FENCE;
-        a.flags = flags;
-        a.initial_fence_value = initial;
-        a
-    }
+/// A structure as a caller fills it for a monitored fence on `h_device` starting at
+/// `initial`, with `flags`; the rest zero.
+pub fn monitored_fence(
+    h_device: KmtHandle,
+    initial: u64,
+    flags: u32,
+) -> D3DKMT_CREATESYNCHRONIZATIONOBJECT2 {
+    let mut a = D3DKMT_CREATESYNCHRONIZATIONOBJECT2 {
+        hDevice: h_device,
+        ..Default::default()
+    };
+    a.Info.Type = MONITORED_FENCE;
+    a.Info.Flags = flags;
+    a.Info.InitialFenceValue = initial;
+    a
 }
 
 /// 24H2's checks before any handle is looked up, in `DxgkCreateSynchronizationObjectImpl`'s
@@ -111,9 +68,9 @@ impl D3dkmtCreateSynchronizationObject2 {
 /// 2. `NtSecuritySharing` without `Shared`;
 /// 3. a monitored or periodic monitored fence: `Shared` without `NtSecuritySharing`, then
 ///    `NoSignal` with `NoWait`; any other type: `NoGPUAccess` (bit 7).
-pub fn check_arguments(a: &D3dkmtCreateSynchronizationObject2) -> Result<(), NtStatus> {
+pub fn check_arguments(a: &D3DKMT_CREATESYNCHRONIZATIONOBJECT2) -> Result<(), NtStatus> {
     let bad = Err(NtStatus(STATUS_INVALID_PARAMETER));
-    let f = a.flags;
+    let f = a.Info.Flags;
     if f & SYNC_FLAGS_REFUSED != 0 {
         return bad;
     }
@@ -122,7 +79,7 @@ pub fn check_arguments(a: &D3dkmtCreateSynchronizationObject2) -> Result<(), NtS
     if nt_security && !shared {
         return bad;
     }
-    if is_fence(a.object_type) {
+    if is_fence(a.Info.Type) {
         if shared && !nt_security {
             return bad;
         }
@@ -152,33 +109,36 @@ fn is_fence(t: u32) -> bool {
 /// unchanged and nothing was made.
 pub fn dxgk_create_synchronization_object_impl(
     m: &Machine,
-    a: &mut D3dkmtCreateSynchronizationObject2,
+    a: &mut D3DKMT_CREATESYNCHRONIZATIONOBJECT2,
     device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<MonitoredFence, NtStatus> {
     check_arguments(a)?;
     let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    let p = device(a.h_device).ok_or(bad)?;
+    let p = device(a.hDevice).ok_or(bad)?;
     let k = m.kmt(&p);
     let shared = k.thunk()?;
-    if is_fence(a.object_type) {
+    if is_fence(a.Info.Type) {
         super::lock::device_active(&shared, p.device)?;
     }
-    if a.flags & SYNC_SIGNAL_BY_KMD != 0
-        && (a.object_type != CPU_NOTIFICATION || a.flags & (SYNC_SHARED | SYNC_CROSS_ADAPTER) != 0)
+    if a.Info.Flags & SYNC_SIGNAL_BY_KMD != 0
+        && (a.Info.Type != CPU_NOTIFICATION
+            || a.Info.Flags & (SYNC_SHARED | SYNC_CROSS_ADAPTER) != 0)
     {
         return Err(bad);
     }
     // The simulation's one type; and a fence without GPU access or across adapters is not
     // modelled.
-    if a.object_type != MONITORED_FENCE || a.flags & (SYNC_NO_GPU_ACCESS | SYNC_CROSS_ADAPTER) != 0
+    if a.Info.Type != MONITORED_FENCE
+        || a.Info.Flags & (SYNC_NO_GPU_ACCESS | SYNC_CROSS_ADAPTER) != 0
     {
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
     }
-    let (h, f) = ums::create_sync_fence(m, &shared, p.device, a.initial_fence_value, a.flags)
-        .map_err(super::status)?;
-    a.h_sync_object = h;
-    a.fence_value_cpu_va = f.kernel_va() as u64;
-    a.fence_value_gpu_va = f.gpu_va();
+    let (h, f) =
+        ums::create_sync_fence(m, &shared, p.device, a.Info.InitialFenceValue, a.Info.Flags)
+            .map_err(super::status)?;
+    a.hSyncObject = h;
+    a.Info.FenceValueCPUVirtualAddress = f.kernel_va() as u64;
+    a.Info.FenceValueGPUVirtualAddress = f.gpu_va();
     Ok(f)
 }
 
@@ -191,12 +151,11 @@ impl super::SimKmt<'_> {
         initial: u64,
         flags: u32,
     ) -> Result<(KmtHandle, MonitoredFence), NtStatus> {
-        let mut a =
-            D3dkmtCreateSynchronizationObject2::monitored_fence(self.p.device, initial, flags);
+        let mut a = monitored_fence(self.p.device, initial, flags);
         let own = self.p;
         let f = dxgk_create_synchronization_object_impl(self.m, &mut a, |h| {
             (h == own.device).then_some(own)
         })?;
-        Ok((a.h_sync_object, f))
+        Ok((a.hSyncObject, f))
     }
 }

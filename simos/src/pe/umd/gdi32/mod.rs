@@ -375,12 +375,12 @@ fn destroy_context(p: &UserProcess, at: u64) -> Status {
 /// ([`crate::kmt::hw_queue`], 24H2's checks and write-back), then the structure back.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatehwqueue>
 fn create_hw_queue(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::hw_queue::{dxgk_create_hw_queue_internal, D3dkmtCreateHwQueue};
-    let mut a: D3dkmtCreateHwQueue = args(at)?;
-    probe_out::<D3dkmtCreateHwQueue>(at)?;
+    use crate::kmt::hw_queue::{dxgk_create_hw_queue_internal, D3DKMT_CREATEHWQUEUE};
+    let mut a: D3DKMT_CREATEHWQUEUE = args(at)?;
+    probe_out::<D3DKMT_CREATEHWQUEUE>(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
     let q = dxgk_create_hw_queue_internal(&p.machine, &mut a, owner, &GuestMemory).map_err(nt)?;
-    let device = p.owner(a.h_hw_context)?.sim.device;
+    let device = p.owner(a.hHwContext)?.sim.device;
     p.record(q.handle, device);
     if let Some((f, _)) = &q.progress {
         p.record(*f, device);
@@ -404,9 +404,9 @@ fn destroy_hw_queue(p: &UserProcess, at: u64) -> Status {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtsubmitcommandtohwqueue>
 fn submit_command_to_hw_queue(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::hw_queue::{
-        dxgk_submit_command_to_hw_queue_internal, D3dkmtSubmitCommandToHwQueue,
+        dxgk_submit_command_to_hw_queue_internal, D3DKMT_SUBMITCOMMANDTOHWQUEUE,
     };
-    let a: D3dkmtSubmitCommandToHwQueue = args(at)?;
+    let a: D3DKMT_SUBMITCOMMANDTOHWQUEUE = args(at)?;
     let owner = |h| p.owner(h).ok().map(|d| d.sim);
     dxgk_submit_command_to_hw_queue_internal(&p.machine, &a, owner, &GuestMemory).map_err(nt)
 }
@@ -431,11 +431,11 @@ fn submit_command(p: &UserProcess, at: u64) -> Status {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreateallocation2>
 fn create_allocation2(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::allocation::{
-        dxgk_create_allocation_internal, D3dkmtCreateAllocation, CREATE_WRITTEN_BACK,
+        dxgk_create_allocation_internal, CREATE_WRITTEN_BACK, D3DKMT_CREATEALLOCATION,
     };
-    let mut a: D3dkmtCreateAllocation = args(at)?;
-    let h_device = a.h_device;
-    let write_back = |a: &D3dkmtCreateAllocation| {
+    let mut a: D3DKMT_CREATEALLOCATION = args(at)?;
+    let h_device = a.hDevice;
+    let write_back = |a: &D3DKMT_CREATEALLOCATION| {
         for r in CREATE_WRITTEN_BACK {
             let out = a.as_bytes().get(r.clone()).unwrap_or_default();
             guest::write_bytes(at.wrapping_add(r.start as u64), out)
@@ -458,8 +458,8 @@ fn create_allocation2(p: &UserProcess, at: u64) -> Status {
 /// memory; a live `Lock2` view ends with the allocation.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroyallocation2>
 fn destroy_allocation2(p: &UserProcess, at: u64) -> Status {
-    use crate::kmt::allocation::{dxgk_destroy_allocation2, D3dkmtDestroyAllocation2};
-    let a: D3dkmtDestroyAllocation2 = args(at)?;
+    use crate::kmt::allocation::{dxgk_destroy_allocation2, D3DKMT_DESTROYALLOCATION2};
+    let a: D3DKMT_DESTROYALLOCATION2 = args(at)?;
     let device = |h| p.device(h).ok().map(|d| d.sim);
     let list = |at: u64, n: u32| {
         array::<u32>(at, n, MAX_ALLOCATIONS).map_err(|s| rvgpu_umd::kmt::NtStatus(s as i32))

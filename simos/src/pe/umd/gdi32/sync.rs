@@ -195,14 +195,14 @@ pub(super) fn create_native_fence(p: &UserProcess, at: u64) -> Status {
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtcreatesynchronizationobject2>
 pub(super) fn create_synchronization_object2(p: &UserProcess, at: u64) -> Status {
     use crate::kmt::sync_object::{
-        dxgk_create_synchronization_object_impl, D3dkmtCreateSynchronizationObject2, WRITTEN_BACK,
+        dxgk_create_synchronization_object_impl, D3DKMT_CREATESYNCHRONIZATIONOBJECT2, WRITTEN_BACK,
     };
-    let mut a: D3dkmtCreateSynchronizationObject2 = args(at)?;
+    let mut a: D3DKMT_CREATESYNCHRONIZATIONOBJECT2 = args(at)?;
     dxgk_create_synchronization_object_impl(&p.machine, &mut a, |h| {
         p.device(h).ok().map(|d| d.sim)
     })
     .map_err(nt)?;
-    p.record(a.h_sync_object, a.h_device);
+    p.record(a.hSyncObject, a.hDevice);
     for r in WRITTEN_BACK {
         let out = a.as_bytes().get(r.clone()).unwrap_or_default();
         guest::write_bytes(at.wrapping_add(r.start as u64), out).map_err(bad)?;

@@ -8,9 +8,9 @@
 use super::*;
 use crate::kmt::gpu_va::{
     dxgk_free_gpu_virtual_address, dxgk_map_gpu_virtual_address, dxgk_reserve_gpu_virtual_address,
-    dxgk_update_gpu_virtual_address, D3dddiMapGpuVirtualAddress, D3dddiReserveGpuVirtualAddress,
-    D3dddiUpdateGpuVirtualAddressOperation, D3dkmtFreeGpuVirtualAddress,
-    D3dkmtUpdateGpuVirtualAddress, VaHandle,
+    dxgk_update_gpu_virtual_address, VaHandle, D3DDDI_MAPGPUVIRTUALADDRESS,
+    D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
+    D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_UPDATEGPUVIRTUALADDRESS,
 };
 
 /// A live device of this process on the adapter it opened as `h_adapter`: the VA thunks name
@@ -39,8 +39,8 @@ fn paging_queue_device(p: &UserProcess, h: u32) -> Option<Device> {
 /// this process (24H2 opens it as either); writes `VirtualAddress`.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtreservegpuvirtualaddress>
 pub(super) fn reserve_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
-    let mut a: D3dddiReserveGpuVirtualAddress = args(at)?;
-    probe_out::<D3dddiReserveGpuVirtualAddress>(at)?;
+    let mut a: D3DDDI_RESERVEGPUVIRTUALADDRESS = args(at)?;
+    probe_out::<D3DDDI_RESERVEGPUVIRTUALADDRESS>(at)?;
     let open = |h: u32| match paging_queue_device(p, h) {
         Some(d) => Some(VaHandle::PagingQueue(d.sim)),
         None => va_device(p, h).map(|d| VaHandle::Adapter(d.sim)),
@@ -48,8 +48,8 @@ pub(super) fn reserve_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
     dxgk_reserve_gpu_virtual_address(&p.machine, &mut a, open).map_err(nt)?;
     put(
         at,
-        offset_of!(D3dddiReserveGpuVirtualAddress, virtual_address),
-        &a.virtual_address,
+        offset_of!(D3DDDI_RESERVEGPUVIRTUALADDRESS, VirtualAddress),
+        &a.VirtualAddress,
     )
 }
 
@@ -59,8 +59,8 @@ pub(super) fn reserve_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
 /// through and writes both back on it (`K:DxgkMapGpuVirtualAddress` @0x140321DB0).
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtmapgpuvirtualaddress>
 pub(super) fn map_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
-    let mut a: D3dddiMapGpuVirtualAddress = args(at)?;
-    probe_out::<D3dddiMapGpuVirtualAddress>(at)?;
+    let mut a: D3DDDI_MAPGPUVIRTUALADDRESS = args(at)?;
+    probe_out::<D3DDDI_MAPGPUVIRTUALADDRESS>(at)?;
     let queue = |h: u32| paging_queue_device(p, h).map(|d| d.sim);
     // An allocation in this process's table: one of its devices' live allocations.
     let allocation = |h: u32| {
@@ -68,13 +68,13 @@ pub(super) fn map_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
         crate::kmt::gpu_va::allocation_device(&p.machine, &d.sim, h)
     };
     dxgk_map_gpu_virtual_address(&p.machine, &mut a, queue, allocation).map_err(nt)?;
-    let out = offset_of!(D3dddiMapGpuVirtualAddress, virtual_address);
-    put(at, out, &a.virtual_address)?;
-    let fence = offset_of!(D3dddiMapGpuVirtualAddress, paging_fence_value);
-    put(at, fence, &a.paging_fence_value)?;
-    let d = paging_queue_device(p, a.h_paging_queue).ok_or(STATUS_INVALID_PARAMETER)?;
+    let out = offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, VirtualAddress);
+    put(at, out, &a.VirtualAddress)?;
+    let fence = offset_of!(D3DDDI_MAPGPUVIRTUALADDRESS, PagingFenceValue);
+    put(at, fence, &a.PagingFenceValue)?;
+    let d = paging_queue_device(p, a.hPagingQueue).ok_or(STATUS_INVALID_PARAMETER)?;
     if p.kmt(d)
-        .paging_fence_reached(a.h_paging_queue, a.paging_fence_value)
+        .paging_fence_reached(a.hPagingQueue, a.PagingFenceValue)
     {
         Ok(())
     } else {
@@ -86,7 +86,7 @@ pub(super) fn map_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
 /// adapter `hAdapter`.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtfreegpuvirtualaddress>
 pub(super) fn free_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
-    let a: D3dkmtFreeGpuVirtualAddress = args(at)?;
+    let a: D3DKMT_FREEGPUVIRTUALADDRESS = args(at)?;
     let adapter = |h: u32| va_device(p, h).map(|d| d.sim);
     dxgk_free_gpu_virtual_address(&p.machine, &a, adapter).map_err(nt)
 }
@@ -106,7 +106,7 @@ impl crate::kmt::gpu_va::UpdateCaller for UserProcess {
         &self,
         at: u64,
         n: u32,
-    ) -> Result<Vec<D3dddiUpdateGpuVirtualAddressOperation>, rvgpu_umd::kmt::NtStatus> {
+    ) -> Result<Vec<D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION>, rvgpu_umd::kmt::NtStatus> {
         guest::read_array(at, n as usize).map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))
     }
     fn allocation_device(&self, h: u32) -> Option<u32> {
@@ -128,6 +128,6 @@ impl crate::kmt::gpu_va::UpdateCaller for UserProcess {
 /// and then signals `FenceValue + 1`. Nothing is written back.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtupdategpuvirtualaddress>
 pub(super) fn update_gpu_virtual_address(p: &UserProcess, at: u64) -> Status {
-    let a: D3dkmtUpdateGpuVirtualAddress = args(at)?;
+    let a: D3DKMT_UPDATEGPUVIRTUALADDRESS = args(at)?;
     dxgk_update_gpu_virtual_address(&p.machine, &a, p).map_err(nt)
 }
