@@ -22,7 +22,7 @@ use crate::kmt::NtStatus;
 pub const SLICE_NS: u64 = 4_000_000;
 
 /// `STATUS_TIMEOUT`: the wait's own deadline passed with the value not reached.
-pub const STATUS_TIMEOUT: i32 = 0x0000_0102;
+pub const STATUS_TIMEOUT: i32 = rvgpu_ddi::ntstatus::STATUS_TIMEOUT;
 
 /// How one slice of an OS wait ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,23 +9,27 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreatePagingQueue, D3DKMTCreateSynchronizationObject2, D3DKMTDestroyAllocation2,
     D3DKMTDestroyPagingQueue, D3DKMTDestroySynchronizationObject, D3DKMTMakeResident,
     D3DKMTSignalSynchronizationObjectFromCpu, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MONITORED_FENCE,
-    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CREATEDEVICE, D3DKMT_CREATESYNCHRONIZATIONOBJECT2,
-    D3DKMT_DESTROYALLOCATION2, D3DKMT_DESTROYDEVICE, D3DKMT_DESTROYSYNCHRONIZATIONOBJECT,
+    D3DDDI_PAGINGQUEUE_PRIORITY_NORMAL, D3DKMT_CREATEDEVICE, D3DKMT_DESTROYDEVICE,
+    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT,
 };
-use windows_sys::Win32::Foundation::{LUID, STATUS_NO_MEMORY, STATUS_PENDING};
+use windows_sys::Win32::Foundation::LUID;
 use windows_sys::Win32::System::Threading::{
     AcquireSRWLockExclusive, ReleaseSRWLockExclusive, SRWLOCK,
 };
 
 use rvgpu_ddi::d3dkmt::{
     d3dkmt_ptr, D3DDDI_MAKERESIDENT, D3DKMT_CREATENATIVEFENCE, D3DKMT_CREATEPAGINGQUEUE,
+    D3DKMT_CREATESYNCHRONIZATIONOBJECT2, D3DKMT_DESTROYALLOCATION2,
     D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU,
 };
 use rvgpu_ddi::fence::D3DDDI_NATIVE_FENCE_PDD_SIZE;
+use rvgpu_ddi::ntstatus::{
+    STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY, STATUS_PENDING,
+};
 
 use super::gdi32::{call_with, close_adapter, open_adapter, Wddm32Thunk};
 use super::layout::{DESTROY_ASSUME_NOT_IN_USE, MAKERESIDENT_CANT_TRIM_FURTHER};
-use super::status::{check, STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_PARAMETER};
+use super::status::check;
 use super::views::{aligned, user_ptr};
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
@@ -239,17 +243,20 @@ impl WinKmt {
         // The UMD keeps its Lock2 view for the allocation's life; end it first. Unlocking an
         // unlocked allocation only fails, so the result does not matter.
         let _ = self.unlock2(allocation);
-        let mut args = D3DKMT_DESTROYALLOCATION2 {
+        let args = D3DKMT_DESTROYALLOCATION2 {
             hDevice: self.device,
-            phAllocationList: &allocation,
+            phAllocationList: d3dkmt_ptr(&allocation),
             AllocationCount: 1,
+            Flags: if flags.assume_not_in_use {
+                DESTROY_ASSUME_NOT_IN_USE
+            } else {
+                0
+            },
             ..Default::default()
         };
-        if flags.assume_not_in_use {
-            args.Flags.Anonymous.Value = DESTROY_ASSUME_NOT_IN_USE;
-        }
-        // SAFETY: the list points to one handle on this stack frame.
-        let r = check(unsafe { D3DKMTDestroyAllocation2(&args) });
+        // SAFETY: the D3DKMT_DESTROYALLOCATION2 layout (asserted with its definition); the
+        // list points to one handle on this stack frame.
+        let r = check(unsafe { D3DKMTDestroyAllocation2(ptr::from_ref(&args).cast()) });
         if r.is_ok() {
             self.sizes.with(|m| m.remove(&allocation));
         }
@@ -473,17 +480,19 @@ impl WinKmt {
             hDevice: self.device,
             ..Default::default()
         };
-        args.Info.Type = D3DDDI_MONITORED_FENCE;
-        args.Info.Anonymous.MonitoredFence.InitialFenceValue = initial_value;
-        // SAFETY: valid argument structure (layout asserted above) on this stack frame.
-        check(unsafe { D3DKMTCreateSynchronizationObject2(&mut args) })?;
-        // SAFETY: the call filled the monitored-fence member of the union (the type asked).
-        let mf = unsafe { args.Info.Anonymous.MonitoredFence };
-        let Some(value) = aligned::<u64>(mf.FenceValueCPUVirtualAddress) else {
+        args.Info.Type = D3DDDI_MONITORED_FENCE as u32;
+        args.Info.InitialFenceValue = initial_value;
+        // SAFETY: the D3DKMT_CREATESYNCHRONIZATIONOBJECT2 layout (asserted with its
+        // definition) on this stack frame.
+        check(unsafe { D3DKMTCreateSynchronizationObject2(ptr::from_mut(&mut args).cast()) })?;
+        // The call filled the monitored-fence arm of the union (the type asked).
+        let mf = args.Info;
+        let Some(value) = aligned::<u64>(user_ptr(mf.FenceValueCPUVirtualAddress)) else {
             let _ = self.destroy_sync_object(args.hSyncObject);
             return Err(NtStatus(STATUS_INVALID_PARAMETER));
         };
-        if mf.FenceValueGPUVirtualAddress == 0 || mf.FenceValueGPUVirtualAddress % 8 != 0 {
+        if mf.FenceValueGPUVirtualAddress == 0 || !mf.FenceValueGPUVirtualAddress.is_multiple_of(8)
+        {
             let _ = self.destroy_sync_object(args.hSyncObject);
             return Err(NtStatus(STATUS_INVALID_PARAMETER));
         }

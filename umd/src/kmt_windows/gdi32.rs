@@ -10,7 +10,7 @@ use windows_sys::Wdk::Graphics::Direct3D::{
 };
 use windows_sys::Win32::Foundation::{LUID, NTSTATUS};
 
-use super::status::STATUS_NOT_SUPPORTED;
+use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
 
 /// A WDDM 3.2 thunk: `NTSTATUS (APIENTRY *)(ARGS *)`.
 pub type Thunk = unsafe extern "system" fn(args: *mut c_void) -> NTSTATUS;

@@ -59,5 +59,4 @@ pub use windows_sys::Wdk::Graphics::Direct3D::{
 pub use device::*;
 pub use gdi32::*;
 pub use layout::*;
-pub use status::*;
 pub use views::*;

@@ -9,17 +9,14 @@ use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTInvalidateCache, D3DKMTLock2, D3DKMTMapGpuVirtualAddress, D3DKMTQueryAdapterInfo,
     D3DKMTReserveGpuVirtualAddress, D3DKMTSubmitCommand, D3DKMTSubmitSignalSyncObjectsToHwQueue,
     D3DKMTSubmitWaitForSyncObjectsToHwQueue, D3DKMTUnlock2, D3DKMTUpdateGpuVirtualAddress,
-    D3DDDI_ALLOCATIONINFO2, D3DDDI_DESTROYPAGINGQUEUE, D3DDDI_MAPGPUVIRTUALADDRESS,
-    D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
-    D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATEALLOCATION, D3DKMT_CREATECONTEXTVIRTUAL,
-    D3DKMT_CREATEHWQUEUE, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE,
-    D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_QUERYADAPTERINFO, D3DKMT_SUBMITCOMMAND,
-    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_UPDATEGPUVIRTUALADDRESS, KMTQAITYPE_NODEMETADATA,
+    D3DDDI_DESTROYPAGINGQUEUE, D3DKMT_CLIENTHINT_UNKNOWN, D3DKMT_CREATECONTEXTVIRTUAL,
+    D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE, D3DKMT_QUERYADAPTERINFO, D3DKMT_SUBMITCOMMAND,
+    KMTQAITYPE_NODEMETADATA,
 };
 use windows_sys::Wdk::Graphics::Direct3D::{
     D3DKMTCreateHwQueue, D3DKMTDestroyHwQueue, D3DKMTSubmitCommandToHwQueue,
 };
-use windows_sys::Win32::Foundation::{NTSTATUS, STATUS_NO_MEMORY, STATUS_PENDING};
+use windows_sys::Win32::Foundation::NTSTATUS;
 
 use super::device::{make_resident_with, WinKmt};
 use super::gdi32::{call_with, Wddm32Thunk};
@@ -27,7 +24,7 @@ use super::layout::{
     update_operation, CREATEHWQUEUE_USER_MODE_SUBMISSION, GENERIC_ALL,
     SYNC_FLAG_NT_SECURITY_SHARING, SYNC_FLAG_SHARED, UPDATE_GPU_VA_DO_NOT_WAIT,
 };
-use super::status::{check, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
+use super::status::check;
 use super::views::{aligned, performance_query, user_ptr, WinDoorbell, WinFence, WinMem};
 use crate::fence::{FenceMapping, NativeFence};
 use crate::kmt::{
@@ -37,11 +34,17 @@ use crate::kmt::{
     QueueProgress, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
 };
 use rvgpu_ddi::d3dkmt::{
-    d3dkmt_ptr, D3DDDI_EVICT_FLAGS, D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATEPAGINGQUEUE,
-    D3DKMT_CREATE_DOORBELL, D3DKMT_DESTROY_DOORBELL, D3DKMT_EVICT, D3DKMT_INVALIDATECACHE,
-    D3DKMT_LOCK2, D3DKMT_NOTIFY_WORK_SUBMISSION, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE,
-    D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE, D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
-    D3DKMT_UNLOCK2,
+    d3dkmt_ptr, D3DDDI_ALLOCATIONINFO2, D3DDDI_EVICT_FLAGS, D3DDDI_MAPGPUVIRTUALADDRESS,
+    D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
+    D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATEALLOCATION, D3DKMT_CREATEHWQUEUE,
+    D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATE_DOORBELL, D3DKMT_DESTROY_DOORBELL, D3DKMT_EVICT,
+    D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
+    D3DKMT_NOTIFY_WORK_SUBMISSION, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE,
+    D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
+    D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS,
+};
+use rvgpu_ddi::ntstatus::{
+    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY, STATUS_PENDING,
 };
 use zerocopy::IntoBytes;
 
@@ -126,23 +129,23 @@ impl Kmt for WinKmt {
     ) -> Result<HwQueue<WinFence>, NtStatus> {
         let mut args = D3DKMT_CREATEHWQUEUE {
             hHwContext: context,
+            Flags: if user_mode_submission {
+                CREATEHWQUEUE_USER_MODE_SUBMISSION
+            } else {
+                0
+            },
             PrivateDriverDataSize: u32::try_from(private_data.len())
                 .map_err(|_| NtStatus(STATUS_INVALID_PARAMETER))?,
-            pPrivateDriverData: private_data.as_mut_ptr().cast(),
+            pPrivateDriverData: d3dkmt_ptr(private_data.as_mut_ptr()),
             ..Default::default()
         };
-        args.Flags.Anonymous.Value = if user_mode_submission {
-            CREATEHWQUEUE_USER_MODE_SUBMISSION
-        } else {
-            0
-        };
-        // SAFETY: valid argument structure; the private data buffer is live and writable for
-        // its length during the call (in/out).
-        check(unsafe { D3DKMTCreateHwQueue(&mut args) })?;
+        // SAFETY: the D3DKMT_CREATEHWQUEUE layout (asserted with its definition); the private
+        // data buffer is live and writable for its length during the call (in/out).
+        check(unsafe { D3DKMTCreateHwQueue(ptr::from_mut(&mut args).cast()) })?;
         let progress = match checked_progress(
             user_mode_submission,
             args.hHwQueueProgressFence,
-            args.HwQueueProgressFenceCPUVirtualAddress as usize,
+            user_ptr(args.HwQueueProgressFenceCPUVirtualAddress) as usize,
             rvgpu_hw::addr::GpuVa::new(args.HwQueueProgressFenceGPUVirtualAddress),
         ) {
             Ok(p) => p,
@@ -246,19 +249,20 @@ impl Kmt for WinKmt {
         // The thunk takes a mutable pointer to the private data (in/out in the DDI).
         let mut pdd = *pdd;
         let mut info = D3DDDI_ALLOCATIONINFO2 {
-            pPrivateDriverData: (&raw mut pdd).cast(),
+            pPrivateDriverData: d3dkmt_ptr(&raw mut pdd),
             PrivateDriverDataSize: core::mem::size_of_val(&pdd) as u32,
             ..Default::default()
         };
         let mut args = D3DKMT_CREATEALLOCATION {
             hDevice: self.device,
             NumAllocations: 1,
+            pAllocationInfo2: d3dkmt_ptr(&raw mut info),
             ..Default::default()
         };
-        args.Anonymous2.pAllocationInfo2 = &mut info;
-        // SAFETY: valid argument structure; `info` and `pdd` outlive the call and `info`
-        // receives the handle (and, where the OS gives one, the GPU VA).
-        check(unsafe { D3DKMTCreateAllocation2(&mut args) })?;
+        // SAFETY: the D3DKMT_CREATEALLOCATION and D3DDDI_ALLOCATIONINFO2 layouts (asserted
+        // with their definitions); `info` and `pdd` outlive the call and `info` receives the
+        // handle (and, where the OS gives one, the GPU VA).
+        check(unsafe { D3DKMTCreateAllocation2(ptr::from_mut(&mut args).cast()) })?;
         let handle = info.hAllocation;
         let gpu_va = info.GpuVirtualAddress;
         if !gpu_va.is_multiple_of(64) {
@@ -486,8 +490,9 @@ impl Kmt for WinKmt {
             CommandLength: command_bytes,
             ..Default::default()
         };
-        // SAFETY: valid argument structure without private data or primaries.
-        check(unsafe { D3DKMTSubmitCommandToHwQueue(&args) })
+        // SAFETY: the D3DKMT_SUBMITCOMMANDTOHWQUEUE layout (asserted with its definition),
+        // without private data or primaries.
+        check(unsafe { D3DKMTSubmitCommandToHwQueue(ptr::from_ref(&args).cast()) })
     }
 
     fn wait_for_fence(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {
@@ -700,16 +705,18 @@ impl Kmt for WinKmt {
     /// From user mode the first member is the adapter (`hAdapter`), not a paging queue.
     fn reserve_gpu_va(&self, r: &ReserveGpuVa) -> Result<u64, NtStatus> {
         let mut args = D3DDDI_RESERVEGPUVIRTUALADDRESS {
+            // The `hAdapter` arm of the union.
+            hPagingQueue: self.adapter,
             BaseAddress: r.base,
             MinimumAddress: r.minimum,
             MaximumAddress: r.maximum,
             Size: r.size,
+            ReservationType: r.reservation_type,
             ..Default::default()
         };
-        args.Anonymous1.hAdapter = self.adapter;
-        args.Anonymous2.ReservationType = r.reservation_type;
-        // SAFETY: a valid, initialised argument structure; the thunk writes VirtualAddress.
-        check(unsafe { D3DKMTReserveGpuVirtualAddress(&mut args) })?;
+        // SAFETY: the D3DDDI_RESERVEGPUVIRTUALADDRESS layout (asserted with its definition),
+        // initialised; the thunk writes VirtualAddress.
+        check(unsafe { D3DKMTReserveGpuVirtualAddress(ptr::from_mut(&mut args).cast()) })?;
         Ok(args.VirtualAddress)
     }
 
@@ -725,12 +732,13 @@ impl Kmt for WinKmt {
             hAllocation: r.allocation,
             OffsetInPages: r.offset_in_pages,
             SizeInPages: r.size_in_pages,
+            Protection: r.protection.0,
             DriverProtection: r.driver_protection,
             ..Default::default()
         };
-        args.Protection.Anonymous.Value = r.protection.0;
-        // SAFETY: a valid, initialised argument structure; the thunk writes the outputs.
-        let st = unsafe { D3DKMTMapGpuVirtualAddress(&mut args) };
+        // SAFETY: the D3DDDI_MAPGPUVIRTUALADDRESS layout (asserted with its definition),
+        // initialised; the thunk writes the outputs.
+        let st = unsafe { D3DKMTMapGpuVirtualAddress(ptr::from_mut(&mut args).cast()) };
         if st != STATUS_PENDING {
             check(st)?;
         }
@@ -752,22 +760,25 @@ impl Kmt for WinKmt {
         for (slot, op) in list.iter_mut().zip(ops) {
             *slot = update_operation(op);
         }
-        let mut args = D3DKMT_UPDATEGPUVIRTUALADDRESS {
+        let args = D3DKMT_UPDATEGPUVIRTUALADDRESS {
             hDevice: self.device,
             hContext: u.context,
             hFenceObject: u.fence,
             // Bounded by MAX_OPS above.
             NumOperations: ops.len() as u32,
-            Operations: list.as_mut_ptr(),
+            Operations: d3dkmt_ptr(list.as_ptr()),
             FenceValue: u.fence_value,
+            Flags: if u.do_not_wait {
+                UPDATE_GPU_VA_DO_NOT_WAIT
+            } else {
+                0
+            },
             ..Default::default()
         };
-        if u.do_not_wait {
-            args.Flags.Value = UPDATE_GPU_VA_DO_NOT_WAIT;
-        }
-        // SAFETY: `Operations` points to `NumOperations` initialised entries on this stack
-        // frame, which outlives the call; the thunk copies them before it returns.
-        check(unsafe { D3DKMTUpdateGpuVirtualAddress(&args) })
+        // SAFETY: the D3DKMT_UPDATEGPUVIRTUALADDRESS layout (asserted with its definition);
+        // `Operations` points to `NumOperations` initialised entries on this stack frame,
+        // which outlives the call; the thunk copies them before it returns.
+        check(unsafe { D3DKMTUpdateGpuVirtualAddress(ptr::from_ref(&args).cast()) })
     }
 
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtfreegpuvirtualaddress>
@@ -776,9 +787,11 @@ impl Kmt for WinKmt {
             hAdapter: self.adapter,
             BaseAddress: base,
             Size: size,
+            ..Default::default()
         };
-        // SAFETY: a valid argument structure on the stack.
-        check(unsafe { D3DKMTFreeGpuVirtualAddress(&args) })
+        // SAFETY: the D3DKMT_FREEGPUVIRTUALADDRESS layout (asserted with its definition), on
+        // the stack.
+        check(unsafe { D3DKMTFreeGpuVirtualAddress(ptr::from_ref(&args).cast()) })
     }
 
     /// `D3DKMTDestroySynchronizationObject`.
