@@ -5,8 +5,11 @@
 //! [`STEP_TICKS`] per step so timestamps are reproducible. Either way every reader goes
 //! through `fetch_max` on the last value handed out, so two readers on different threads can
 //! never observe time running backwards relative to each other.
+//!
+//! [`RunClock`] is the machine's run time: what the CMP thread actually ran or waited.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Mode;
@@ -64,5 +67,171 @@ impl Clock {
     pub(crate) fn ticks_to_duration(&self, ticks: u64) -> Duration {
         let ns = u128::from(ticks).saturating_mul(1_000_000_000) / u128::from(self.hz);
         Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+}
+
+/// How much host time one CMP loop step (a pass, or the wake-up after a wait) may count as
+/// the machine's time. A step normally takes microseconds; what it takes beyond this is the
+/// host not running the CMP thread, which the machine does not see.
+pub(crate) const STEP_ALLOWANCE: Duration = Duration::from_millis(5);
+
+/// The machine's run time (threaded mode): host time during which the emulated GPU ran or
+/// waited of its own accord, not time its CMP thread was ready but not scheduled by the host.
+/// The CMP thread credits it ([`RunWriter`]); a reader between two credits sees the host time
+/// since the last one, up to what that step may count, so it never gets ahead of the CMP
+/// thread. A timeout meaning "the GPU did not move" is measured on it (the simulated OS's
+/// TDR). It stands still before the CMP thread starts and after it stops.
+#[derive(Clone, Debug)]
+pub struct RunClock(Arc<RunShared>);
+
+#[derive(Debug)]
+struct RunShared {
+    origin: Instant,
+    /// Odd while the CMP thread publishes (a sequence lock: one writer, readers retry).
+    seq: AtomicU64,
+    /// Machine nanoseconds credited up to `stamp`.
+    base: AtomicU64,
+    /// Host nanoseconds since `origin` of the last credit.
+    stamp: AtomicU64,
+    /// Host nanoseconds after `stamp` the machine may count before the CMP thread runs again.
+    allow: AtomicU64,
+    /// Largest value read so far (two readers never see time run backwards).
+    last: AtomicU64,
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl RunClock {
+    pub(crate) fn new() -> Self {
+        Self(Arc::new(RunShared {
+            origin: Instant::now(),
+            seq: AtomicU64::new(0),
+            base: AtomicU64::new(0),
+            stamp: AtomicU64::new(0),
+            allow: AtomicU64::new(0),
+            last: AtomicU64::new(0),
+        }))
+    }
+
+    /// The machine's time so far.
+    pub fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.now_ns())
+    }
+
+    fn now_ns(&self) -> u64 {
+        let s = &self.0;
+        let (base, stamp, allow) = loop {
+            let before = s.seq.load(Ordering::Acquire);
+            if before & 1 == 0 {
+                let v = (
+                    s.base.load(Ordering::Relaxed),
+                    s.stamp.load(Ordering::Relaxed),
+                    s.allow.load(Ordering::Relaxed),
+                );
+                // Acquire fence: the three loads happen before the second read of `seq`.
+                std::sync::atomic::fence(Ordering::Acquire);
+                if s.seq.load(Ordering::Relaxed) == before {
+                    break v;
+                }
+            }
+            // The writer is between its stores (or was descheduled there): let it finish.
+            std::thread::yield_now();
+        };
+        let host = ns(s.origin.elapsed());
+        let t = base.saturating_add(host.saturating_sub(stamp).min(allow));
+        s.last.fetch_max(t, Ordering::Relaxed).max(t)
+    }
+
+    /// The CMP thread's side, continuing from the time read now (a restarted thread never
+    /// goes back).
+    pub(crate) fn writer(&self) -> RunWriter {
+        let base = self.now_ns();
+        let mut w = RunWriter {
+            clock: self.clone(),
+            seq: self.0.seq.load(Ordering::Relaxed),
+            base,
+            stamp: ns(self.0.origin.elapsed()),
+            allow: 0,
+        };
+        w.publish();
+        w
+    }
+}
+
+/// What the CMP thread keeps of its [`RunClock`] (only it writes).
+pub(crate) struct RunWriter {
+    clock: RunClock,
+    seq: u64,
+    base: u64,
+    stamp: u64,
+    allow: u64,
+}
+
+impl RunWriter {
+    /// Credits the host time since the last call, up to what was allowed for it, and allows
+    /// `next` for the stretch that starts now (a step, or a step and the wait it asks for).
+    pub(crate) fn tick(&mut self, next: Duration) {
+        let host = ns(self.clock.0.origin.elapsed());
+        let spent = host.saturating_sub(self.stamp);
+        self.base = self.base.saturating_add(spent.min(self.allow));
+        self.stamp = host;
+        self.allow = ns(next);
+        self.publish();
+    }
+
+    fn publish(&mut self) {
+        let s = &self.clock.0;
+        // Plain stores on x86 (no locked instruction): the writer is one thread.
+        self.seq = self.seq.wrapping_add(1);
+        s.seq.store(self.seq, Ordering::Relaxed);
+        // Release fence: a reader that sees a stored value below also sees `seq` odd.
+        std::sync::atomic::fence(Ordering::Release);
+        s.base.store(self.base, Ordering::Relaxed);
+        s.stamp.store(self.stamp, Ordering::Relaxed);
+        s.allow.store(self.allow, Ordering::Relaxed);
+        self.seq = self.seq.wrapping_add(1);
+        s.seq.store(self.seq, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// TDR-05: host time the CMP thread did not run beyond its step's allowance is not the
+    /// machine's; a reader between two credits never gets ahead of the allowance either.
+    #[test]
+    fn tdr_05_the_run_clock_counts_a_step_only_up_to_its_allowance() {
+        let clock = RunClock::new();
+        assert_eq!(
+            clock.elapsed(),
+            Duration::ZERO,
+            "stands still before the thread runs"
+        );
+        let mut w = clock.writer();
+        w.tick(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(60));
+        let read = clock.elapsed();
+        assert!(read <= Duration::from_millis(5), "{read:?}");
+        w.tick(Duration::from_millis(40));
+        let credited = clock.elapsed();
+        assert!(
+            credited >= read && credited <= Duration::from_millis(6),
+            "{credited:?}"
+        );
+        // A wait the thread asked for counts whole when it ends in time.
+        std::thread::sleep(Duration::from_millis(20));
+        w.tick(Duration::from_millis(5));
+        let waited = clock.elapsed() - credited;
+        assert!(
+            waited >= Duration::from_millis(20) && waited <= Duration::from_millis(40),
+            "{waited:?}"
+        );
+        // A restarted thread continues from the time read, never below it.
+        let before = clock.elapsed();
+        let _w2 = clock.writer();
+        assert!(clock.elapsed() >= before);
     }
 }

@@ -62,7 +62,7 @@ use rvgpu_hw::regs::{DOORBELL_MAX, ENGINE_MAX};
 
 use crate::memory::Memory;
 
-pub use clock::STEP_TICKS;
+pub use clock::{RunClock, STEP_TICKS};
 pub use doorbell::DoorbellStats;
 pub use events::{InterruptLine, LatchLine};
 pub use faults::IrqDelay;
@@ -221,6 +221,9 @@ struct WakeState {
     /// The CMP thread is blocked on `wake_cv`: only then does a kick need a futex wake (step
     /// mode has no CMP thread; a busy one sees `kicked` before it sleeps).
     sleeping: bool,
+    /// Test hook ([`Device::starve_cmp_thread`]): the CMP thread stops this long at its next
+    /// loop, as a thread the host does not schedule.
+    starve: Option<Duration>,
 }
 
 /// State shared by the `Device` handle and the CMP thread.
@@ -232,6 +235,8 @@ pub(crate) struct Core {
     pub(crate) signal_lock: Mutex<()>,
     pub(crate) events: events::Events,
     pub(crate) clock: clock::Clock,
+    /// The machine's run time, credited by the CMP thread ([`clock::RunClock`]).
+    run_clock: clock::RunClock,
     pub(crate) faults: faults::Faults,
     pub(crate) doorbells: doorbell::Doorbells,
     /// The GPU MMU (TLB and walker) every translated access goes through.
@@ -311,8 +316,11 @@ impl Core {
 
     /// CMP thread body.
     fn run(self: Arc<Self>) {
+        // The machine's time counts each step of this loop up to STEP_ALLOWANCE, and a wait
+        // up to what it asked for: whatever more the host took, it did not run the GPU.
+        let mut run = self.run_clock.writer();
         loop {
-            {
+            let starve = {
                 let mut w = lock(&self.wake);
                 if w.stop {
                     return;
@@ -320,29 +328,39 @@ impl Core {
                 // Consume the kick *before* the pass: a kick that arrives during the pass
                 // sets it again and the wait below returns at once (no lost wake-up).
                 w.kicked = false;
+                w.starve.take()
+            };
+            if let Some(d) = starve {
+                std::thread::sleep(d);
             }
             // Loop while the next pass has work; otherwise go to the wait at once (a kick that
             // came during the pass makes it return immediately). The thread that the line
             // just woke then gets this CPU instead of waking the idle one.
             let (_, busy) = self.pass_and_look_ahead(true);
             if busy {
+                run.tick(clock::STEP_ALLOWANCE);
                 continue;
             }
-            let timeout = self.next_timer().unwrap_or(Duration::from_millis(100));
+            let timeout = self
+                .next_timer()
+                .unwrap_or(Duration::from_millis(100))
+                .min(Duration::from_millis(100));
             let mut w = lock(&self.wake);
             if !w.kicked && !w.stop {
+                run.tick(timeout.saturating_add(clock::STEP_ALLOWANCE));
                 // `sleeping` is set and cleared under the lock a kick takes, so a kick either
                 // sees it and notifies or happens before the check above.
                 w.sleeping = true;
                 // The timeout is also a safety net: a missed kick costs latency, not a hang.
                 let (g, _) = self
                     .wake_cv
-                    .wait_timeout(w, timeout.min(Duration::from_millis(100)))
+                    .wait_timeout(w, timeout)
                     .unwrap_or_else(|e| e.into_inner());
                 w = g;
                 w.sleeping = false;
             }
             drop(w);
+            run.tick(clock::STEP_ALLOWANCE);
         }
     }
 
@@ -385,6 +403,7 @@ impl Device {
             signal_lock: Mutex::new(()),
             events: events::Events::new(irq),
             clock: clock::Clock::new(cfg.mode, cfg.clock_hz),
+            run_clock: clock::RunClock::new(),
             faults: faults::Faults::new(cfg.engines),
             doorbells: doorbell::Doorbells::new(cfg.doorbells),
             mmu: mmu::Mmu::new(),
@@ -562,6 +581,30 @@ impl Device {
             .filter_map(|e| self.core.engine_snapshot(e))
             .flat_map(|s| s.queues)
             .collect()
+    }
+
+    /// The machine's run time (threaded mode): what the CMP thread ran or waited of its own
+    /// accord, without the host time it was ready but not scheduled ([`RunClock`]).
+    pub fn run_clock(&self) -> RunClock {
+        self.core.run_clock.clone()
+    }
+
+    /// Test hook (threaded mode): the CMP thread stops for `d` of host time at its next loop,
+    /// as if the host did not schedule it; returns once it has stopped (at once in step mode
+    /// or without a CMP thread). Work in flight stays in flight meanwhile.
+    pub fn starve_cmp_thread(&self, d: Duration) {
+        if lock(&self.thread).is_none() {
+            return;
+        }
+        lock(&self.core.wake).starve = Some(d);
+        self.core.kick();
+        // The thread takes the request at the top of its loop, within one pass or wait.
+        while {
+            let w = lock(&self.core.wake);
+            w.starve.is_some() && !w.stop
+        } {
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 
     /// Current GPU clock (same as reading GPU_CLOCK).
