@@ -25,8 +25,12 @@ pub const STATUS_NOT_IMPLEMENTED: NTSTATUS = code(0xC000_0002);
 pub const STATUS_INVALID_INFO_CLASS: NTSTATUS = code(0xC000_0003);
 /// Length mismatch.
 pub const STATUS_INFO_LENGTH_MISMATCH: NTSTATUS = code(0xC000_0004);
+/// An access violation (an exception code).
+pub const STATUS_ACCESS_VIOLATION: NTSTATUS = code(0xC000_0005);
 /// Invalid handle.
 pub const STATUS_INVALID_HANDLE: NTSTATUS = code(0xC000_0008);
+/// An invalid device request.
+pub const STATUS_INVALID_DEVICE_REQUEST: NTSTATUS = code(0xC000_0010);
 /// Invalid parameter.
 pub const STATUS_INVALID_PARAMETER: NTSTATUS = code(0xC000_000D);
 /// Not enough virtual memory or paging file quota.
@@ -35,6 +39,14 @@ pub const STATUS_NO_MEMORY: NTSTATUS = code(0xC000_0017);
 pub const STATUS_ACCESS_DENIED: NTSTATUS = code(0xC000_0022);
 /// The output buffer is too small.
 pub const STATUS_BUFFER_TOO_SMALL: NTSTATUS = code(0xC000_0023);
+/// The object is not of the type asked for.
+pub const STATUS_OBJECT_TYPE_MISMATCH: NTSTATUS = code(0xC000_0024);
+/// An object name of invalid form.
+pub const STATUS_OBJECT_NAME_INVALID: NTSTATUS = code(0xC000_0033);
+/// No object of that name.
+pub const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = code(0xC000_0034);
+/// A procedure (an export) not found.
+pub const STATUS_PROCEDURE_NOT_FOUND: NTSTATUS = code(0xC000_007A);
 /// An instruction the hardware does not support.
 pub const STATUS_ILLEGAL_INSTRUCTION: NTSTATUS = code(0xC000_001D);
 /// A privileged instruction.
@@ -45,21 +57,47 @@ pub const STATUS_INTEGER_OVERFLOW: NTSTATUS = code(0xC000_0095);
 pub const STATUS_INSUFFICIENT_RESOURCES: NTSTATUS = code(0xC000_009A);
 /// The device is not ready.
 pub const STATUS_DEVICE_NOT_READY: NTSTATUS = code(0xC000_00A3);
+/// An I/O operation timed out.
+pub const STATUS_IO_TIMEOUT: NTSTATUS = code(0xC000_00B5);
 /// The request is not supported.
 pub const STATUS_NOT_SUPPORTED: NTSTATUS = code(0xC000_00BB);
+/// The image is already loaded.
+pub const STATUS_IMAGE_ALREADY_LOADED: NTSTATUS = code(0xC000_010E);
+/// A wait would deadlock (the loader lock's timeout).
+pub const STATUS_POSSIBLE_DEADLOCK: NTSTATUS = code(0xC000_0194);
 /// The device is in a state that does not allow the request.
 pub const STATUS_INVALID_DEVICE_STATE: NTSTATUS = code(0xC000_0184);
 /// Invalid buffer size.
 pub const STATUS_INVALID_BUFFER_SIZE: NTSTATUS = code(0xC000_0206);
+/// The object was not found.
+pub const STATUS_NOT_FOUND: NTSTATUS = code(0xC000_0225);
 /// The device has been removed.
 pub const STATUS_DEVICE_REMOVED: NTSTATUS = code(0xC000_02B6);
 /// The device stopped responding (hung).
 pub const STATUS_DEVICE_HUNG: NTSTATUS = code(0xC000_0507);
+/// The device reported a hardware error.
+pub const STATUS_DEVICE_HARDWARE_ERROR: NTSTATUS = code(0xC000_0483);
+/// The heap was found corrupt (a fail-fast code).
+pub const STATUS_HEAP_CORRUPTION: NTSTATUS = code(0xC000_0374);
+/// A stack buffer overrun (the `__fastfail` exception code).
+pub const STATUS_STACK_BUFFER_OVERRUN: NTSTATUS = code(0xC000_0409);
+/// An invalid parameter passed to a C runtime function.
+pub const STATUS_INVALID_CRT_PARAMETER: NTSTATUS = code(0xC000_0417);
 /// The device is powered off (warning class).
 pub const STATUS_DEVICE_POWERED_OFF: NTSTATUS = code(0x8000_000F);
+/// The device is busy (warning class).
+pub const STATUS_DEVICE_BUSY: NTSTATUS = code(0x8000_0011);
+/// The data did not fit; what did is returned (warning class).
+pub const STATUS_BUFFER_OVERFLOW: NTSTATUS = code(0x8000_0005);
+/// A breakpoint (warning class, an exception code).
+pub const STATUS_BREAKPOINT: NTSTATUS = code(0x8000_0003);
+/// A misaligned pointer (warning class).
+pub const STATUS_DATATYPE_MISALIGNMENT: NTSTATUS = code(0x8000_0002);
 
 /// Not enough DMA buffer space to complete the operation.
 pub const STATUS_GRAPHICS_INSUFFICIENT_DMA_BUFFER: NTSTATUS = code(0xC01E_0001);
+/// The adapter is not a display adapter of the kind asked for.
+pub const STATUS_GRAPHICS_INVALID_DISPLAY_ADAPTER: NTSTATUS = code(0xC01E_0002);
 /// A blt with a colour conversion the device cannot perform.
 pub const STATUS_GRAPHICS_CANNOTCOLORCONVERT: NTSTATUS = code(0xC01E_0008);
 /// The GPU adapter was reset.
@@ -82,12 +120,16 @@ pub const STATUS_GRAPHICS_CANT_RENDER_LOCKED_ALLOCATION: NTSTATUS = code(0xC01E_
 pub const STATUS_GRAPHICS_ALLOCATION_CLOSED: NTSTATUS = code(0xC01E_0112);
 /// Invalid allocation handle.
 pub const STATUS_GRAPHICS_INVALID_ALLOCATION_HANDLE: NTSTATUS = code(0xC01E_0114);
+/// The allocation's content was lost.
+pub const STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST: NTSTATUS = code(0xC01E_0116);
 /// The GPU raised an exception on the device; the device must be reset.
 pub const STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE: NTSTATUS = code(0xC01E_0200);
 /// Invalid video present source.
 pub const STATUS_GRAPHICS_INVALID_VIDEO_PRESENT_SOURCE: NTSTATUS = code(0xC01E_0304);
 /// Invalid video present target.
 pub const STATUS_GRAPHICS_INVALID_VIDEO_PRESENT_TARGET: NTSTATUS = code(0xC01E_0305);
+/// The child device has no descriptor of the type asked for.
+pub const STATUS_GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED: NTSTATUS = code(0xC01E_0401);
 
 /// `NT_SUCCESS()`: success and informational codes are non-negative.
 pub const fn NT_SUCCESS(status: NTSTATUS) -> bool {

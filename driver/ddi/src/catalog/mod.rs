@@ -30,12 +30,10 @@ use crate::basic::NTSTATUS;
 /// The prefix of every [`Ddi::page`](field@Ddi::page).
 pub const MS: &str = "https://learn.microsoft.com/windows-hardware/drivers/ddi/";
 
-/// `STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST` (ntstatus.h 0xC01E0116): the one failure status
-/// Dxgkrnl's `DdiSetPowerComponentFState` wrapper accepts besides success.
-pub const STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST: NTSTATUS = 0xC01E_0116_u32 as NTSTATUS;
-
-/// `STATUS_BUFFER_OVERFLOW` (ntstatus.h 0x80000005; a warning: not `NT_SUCCESS`).
-pub const STATUS_BUFFER_OVERFLOW: NTSTATUS = 0x8000_0005_u32 as NTSTATUS;
+/// `STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST` is the one failure status Dxgkrnl's
+/// `DdiSetPowerComponentFState` wrapper accepts besides success; `STATUS_BUFFER_OVERFLOW` is a
+/// warning, not `NT_SUCCESS`.
+pub use crate::ntstatus::{STATUS_BUFFER_OVERFLOW, STATUS_GRAPHICS_ALLOCATION_CONTENT_LOST};
 
 /// An interrupt request level as the reference pages name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
