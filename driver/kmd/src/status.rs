@@ -1,6 +1,6 @@
-//! NTSTATUS as a Rust error type.
+//! NTSTATUS as a Rust error type; the values are `rvgpu_ddi::ntstatus`'s.
 
-use rvgpu_ddi::NTSTATUS;
+use rvgpu_ddi::{ntstatus, NTSTATUS};
 
 /// A failure NTSTATUS (never a success code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,33 +13,29 @@ impl Status {
     }
 }
 
-/// Builds a failure status from its documented hex value (ntstatus.h).
-const fn st(v: u32) -> Status {
-    Status(v as NTSTATUS)
-}
-
-pub const UNSUCCESSFUL: Status = st(0xC000_0001);
-pub const INVALID_PARAMETER: Status = st(0xC000_000D);
-pub const NO_MEMORY: Status = st(0xC000_0017);
-pub const INVALID_DEVICE_STATE: Status = st(0xC000_0184);
-pub const NOT_SUPPORTED: Status = st(0xC000_00BB);
-pub const NOT_IMPLEMENTED: Status = st(0xC000_0002);
-pub const BUFFER_TOO_SMALL: Status = st(0xC000_0023);
-pub const INVALID_HANDLE: Status = st(0xC000_0008);
-pub const DEVICE_HARDWARE_ERROR: Status = st(0xC000_0483);
-pub const INSUFFICIENT_RESOURCES: Status = st(0xC000_009A);
+pub const UNSUCCESSFUL: Status = Status(ntstatus::STATUS_UNSUCCESSFUL);
+pub const INVALID_PARAMETER: Status = Status(ntstatus::STATUS_INVALID_PARAMETER);
+pub const NO_MEMORY: Status = Status(ntstatus::STATUS_NO_MEMORY);
+pub const INVALID_DEVICE_STATE: Status = Status(ntstatus::STATUS_INVALID_DEVICE_STATE);
+pub const NOT_SUPPORTED: Status = Status(ntstatus::STATUS_NOT_SUPPORTED);
+pub const NOT_IMPLEMENTED: Status = Status(ntstatus::STATUS_NOT_IMPLEMENTED);
+pub const BUFFER_TOO_SMALL: Status = Status(ntstatus::STATUS_BUFFER_TOO_SMALL);
+pub const INVALID_HANDLE: Status = Status(ntstatus::STATUS_INVALID_HANDLE);
+pub const DEVICE_HARDWARE_ERROR: Status = Status(ntstatus::STATUS_DEVICE_HARDWARE_ERROR);
+pub const INSUFFICIENT_RESOURCES: Status = Status(ntstatus::STATUS_INSUFFICIENT_RESOURCES);
 /// STATUS_ILLEGAL_INSTRUCTION: a present asks for an operation the hardware does not have.
-pub const ILLEGAL_INSTRUCTION: Status = st(0xC000_001D);
+pub const ILLEGAL_INSTRUCTION: Status = Status(ntstatus::STATUS_ILLEGAL_INSTRUCTION);
 /// STATUS_DEVICE_REMOVED: the object's D3D device is in error after an engine reset (UM-10;
 /// the code is rvgpu's choice, docs/tdr.md Q5).
-pub const DEVICE_REMOVED: Status = st(0xC000_02B6);
+pub const DEVICE_REMOVED: Status = Status(ntstatus::STATUS_DEVICE_REMOVED);
 /// STATUS_GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED: a render-only adapter has no children.
-pub const GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED: Status = st(0xC01E_0487);
+pub const GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED: Status =
+    Status(ntstatus::STATUS_GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED);
 /// STATUS_DEVICE_BUSY: the test hooks' debug-report text is being replaced at this moment.
-pub const DEVICE_BUSY: Status = st(0x8000_0011);
+pub const DEVICE_BUSY: Status = Status(ntstatus::STATUS_DEVICE_BUSY);
 
 /// STATUS_SUCCESS.
-pub const SUCCESS: NTSTATUS = 0;
+pub const SUCCESS: NTSTATUS = ntstatus::STATUS_SUCCESS;
 
 /// `NT_SUCCESS`: success and informational codes (high bit clear).
 pub const fn nt_success(s: NTSTATUS) -> bool {
@@ -79,5 +75,15 @@ mod tests {
             assert_eq!(check(s.code()), Err(s));
         }
         assert_eq!(check(SUCCESS), Ok(()));
+    }
+
+    /// DDI-01: `DxgkDdiQueryDeviceDescriptor`'s "no descriptor" answer is ntstatus.h's
+    /// `STATUS_GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED`, the one code the page names for it.
+    #[test]
+    fn ddi_01_no_child_descriptor_is_the_ntstatus_h_code() {
+        assert_eq!(
+            GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED.code() as u32,
+            0xC01E_0401
+        );
     }
 }
