@@ -28,7 +28,8 @@ use core::ffi::c_void;
 use core::ptr;
 
 use crate::ntos::{self, UNICODE_STRING};
-use crate::{status, DRIVER_INITIALIZATION_DATA, NTSTATUS};
+use crate::{DRIVER_INITIALIZATION_DATA, NTSTATUS};
+use rvgpu_ddi::ntstatus;
 
 /// `CTL_CODE(DeviceType, Function, Method, Access)` (devioctl.h).
 const fn ctl_code(device_type: u32, function: u32, method: u32, access: u32) -> u32 {
@@ -77,13 +78,13 @@ pub unsafe extern "system" fn dxgk_initialize(
     init_data: *const DRIVER_INITIALIZATION_DATA,
 ) -> NTSTATUS {
     if driver_object.is_null() || registry_path.is_null() || init_data.is_null() {
-        return status::INVALID_PARAMETER;
+        return ntstatus::STATUS_INVALID_PARAMETER;
     }
     let service = UNICODE_STRING::from_static(&DXGKRNL_SERVICE_UTF16);
     // SAFETY: `service` is a valid UNICODE_STRING over a static buffer; we are at PASSIVE_LEVEL
     // in DriverEntry (caller contract), as ZwLoadDriver requires.
     let load = unsafe { ntos::ZwLoadDriver(&service) };
-    if load < 0 && load != status::IMAGE_ALREADY_LOADED {
+    if load < 0 && load != ntstatus::STATUS_IMAGE_ALREADY_LOADED {
         return load;
     }
 
@@ -103,14 +104,14 @@ pub unsafe extern "system" fn dxgk_initialize(
         return open;
     }
     if file_object.is_null() || device_object.is_null() {
-        return status::INVALID_DEVICE_STATE;
+        return ntstatus::STATUS_INVALID_DEVICE_STATE;
     }
 
     // SAFETY: the file object is referenced and the device object stays valid while it is;
     // both come from the successful IoGetDeviceObjectPointer above.
     let entry = match unsafe { query_entry_point(device_object, IOCTL_DXGK_INITIALIZE_WIN8) } {
         // SAFETY: as above.
-        Err(status::INVALID_DEVICE_REQUEST) => unsafe {
+        Err(ntstatus::STATUS_INVALID_DEVICE_REQUEST) => unsafe {
             query_entry_point(device_object, IOCTL_VIDEO_DDI_FUNC_REGISTER)
         },
         other => other,
@@ -152,7 +153,7 @@ unsafe fn query_entry_point(
     unsafe { ntos::KeInitializeEvent(&mut event, ntos::NOTIFICATION_EVENT, 0) };
 
     let out_len = u32::try_from(core::mem::size_of::<Option<DpiInitializeFn>>())
-        .map_err(|_| status::INVALID_PARAMETER)?;
+        .map_err(|_| ntstatus::STATUS_INVALID_PARAMETER)?;
     // SAFETY: no input buffer; the output buffer is `entry` (pointer-sized, lives until the
     // request completes, since we wait for it below); `event` and `io_status` likewise outlive
     // the request. TRUE = IRP_MJ_INTERNAL_DEVICE_CONTROL.
@@ -170,11 +171,11 @@ unsafe fn query_entry_point(
         )
     };
     if irp.is_null() {
-        return Err(status::INSUFFICIENT_RESOURCES);
+        return Err(ntstatus::STATUS_INSUFFICIENT_RESOURCES);
     }
     // SAFETY: `irp` was just built for `device_object`; IofCallDriver takes ownership of it.
     let mut status = unsafe { ntos::IofCallDriver(device_object, irp) };
-    if status == status::PENDING {
+    if status == ntstatus::STATUS_PENDING {
         // SAFETY: `event` was initialised above and is signalled by the I/O manager when the
         // IRP completes; kernel-mode, non-alertable, no timeout, PASSIVE_LEVEL.
         unsafe {
@@ -193,5 +194,5 @@ unsafe fn query_entry_point(
     }
     // Option<fn> has the layout of a nullable function pointer: null means Dxgkrnl did not
     // fill it in.
-    entry.ok_or(status::PROCEDURE_NOT_FOUND)
+    entry.ok_or(ntstatus::STATUS_PROCEDURE_NOT_FOUND)
 }

@@ -39,28 +39,6 @@ mod wdk_layout {
     include!(concat!(env!("OUT_DIR"), "/wdk_layout.rs"));
 }
 
-/// NTSTATUS values the image returns itself (ntstatus.h).
-pub mod status {
-    use super::NTSTATUS;
-
-    /// STATUS_SUCCESS.
-    pub const SUCCESS: NTSTATUS = 0;
-    /// STATUS_PENDING.
-    pub const PENDING: NTSTATUS = 0x0000_0103;
-    /// STATUS_INVALID_PARAMETER.
-    pub const INVALID_PARAMETER: NTSTATUS = 0xC000_000D_u32 as NTSTATUS;
-    /// STATUS_PROCEDURE_NOT_FOUND.
-    pub const PROCEDURE_NOT_FOUND: NTSTATUS = 0xC000_007A_u32 as NTSTATUS;
-    /// STATUS_INSUFFICIENT_RESOURCES.
-    pub const INSUFFICIENT_RESOURCES: NTSTATUS = 0xC000_009A_u32 as NTSTATUS;
-    /// STATUS_IMAGE_ALREADY_LOADED.
-    pub const IMAGE_ALREADY_LOADED: NTSTATUS = 0xC000_010E_u32 as NTSTATUS;
-    /// STATUS_INVALID_DEVICE_STATE.
-    pub const INVALID_DEVICE_STATE: NTSTATUS = 0xC000_0184_u32 as NTSTATUS;
-    /// STATUS_INVALID_DEVICE_REQUEST.
-    pub const INVALID_DEVICE_REQUEST: NTSTATUS = 0xC000_0010_u32 as NTSTATUS;
-}
-
 /// The signature of `DxgkInitialize` (dispmprt.h):
 /// `NTSTATUS DxgkInitialize(PDRIVER_OBJECT, PUNICODE_STRING, PDRIVER_INITIALIZATION_DATA)`.
 ///
@@ -96,7 +74,7 @@ pub unsafe fn driver_entry<P: Platform>(
 ) -> NTSTATUS {
     if driver_object.is_null() || registry_path.is_null() {
         rvgpu_kmd::klog!(P, Error, "DriverEntry: null DriverObject or RegistryPath");
-        return status::INVALID_PARAMETER;
+        return rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
     }
     // The ETW provider first, so DriverEntry's own steps can be traced; a failed load ends it.
     rvgpu_kmd::etw::register::<P>();
