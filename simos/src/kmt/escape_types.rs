@@ -6,7 +6,8 @@
 //! STATUS_NOT_SUPPORTED, the simulation's answer (the catalog row's gaps).
 
 use rvgpu_ddi::ntstatus::{
-    STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_UNSUCCESSFUL,
+    self, STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER, STATUS_NOT_FOUND, STATUS_NOT_SUPPORTED,
+    STATUS_UNSUCCESSFUL,
 };
 use rvgpu_umd::kmt::NtStatus;
 
@@ -83,11 +84,6 @@ pub const QUERY_DMA_REMAPPING_STATUS: u32 = 39;
 /// `D3DKMT_ESCAPE_WIN32K_START`: this type and every later one are Win32k's.
 pub const WIN32K_START: u32 = 1024;
 
-/// `STATUS_NOT_FOUND` (no basic display adapter to fall back to).
-const STATUS_NOT_FOUND: i32 = 0xC000_0225_u32 as i32;
-/// `STATUS_GRAPHICS_INVALID_DRIVER_MODEL` (BDD_PNP to an adapter that is not the basic
-/// display driver).
-const STATUS_GRAPHICS_INVALID_DRIVER_MODEL: i32 = 0xC01E_0002_u32 as i32;
 /// `D3DKMT_DRT_ESCAPE_HEAD`'s signature.
 const DRT_SIGNATURE: u32 = 0x5874_7244;
 
@@ -145,6 +141,7 @@ pub(super) fn before_handles(
         CCD_DATABASE if size < 4 => bad,
         CCD_DATABASE => not_modelled,
         // No basic display adapter to fall back to.
+        // No basic display adapter to fall back to.
         BDD_FALLBACK => Err(st(STATUS_NOT_FOUND)),
         _ => return None,
     };
@@ -184,7 +181,8 @@ pub(super) fn with_adapter(
         DEBUG_SNAPSHOT if size < 8 => bad,
         // `DxgDbgTakeSnapshot`: not modelled.
         DEBUG_SNAPSHOT => not_supported,
-        BDD_PNP => Err(st(STATUS_GRAPHICS_INVALID_DRIVER_MODEL)),
+        // Not the basic display driver's adapter: ntstatus.h's name for 0xC01E0002.
+        BDD_PNP => Err(st(ntstatus::STATUS_GRAPHICS_INVALID_DISPLAY_ADAPTER)),
         ACTIVATE_SPECIFIC_DIAG if size != 8 => bad,
         // Switches a global diagnostic on or off.
         ACTIVATE_SPECIFIC_DIAG if dword(data, 0) == 0 => Ok(true),

@@ -347,11 +347,12 @@ pub const KMODE_EXCEPTION_NOT_HANDLED: u32 = 0x1E;
 pub const KERNEL_SECURITY_CHECK_FAILURE: u32 = 0x139;
 
 /// `STATUS_ACCESS_VIOLATION`.
-pub const STATUS_ACCESS_VIOLATION: u32 = 0xC000_0005;
+pub const STATUS_ACCESS_VIOLATION: u32 = rvgpu_ddi::ntstatus::STATUS_ACCESS_VIOLATION as u32;
 /// `STATUS_BREAKPOINT`.
-const STATUS_BREAKPOINT: u32 = 0x8000_0003;
+const STATUS_BREAKPOINT: u32 = rvgpu_ddi::ntstatus::STATUS_BREAKPOINT as u32;
 /// `STATUS_STACK_BUFFER_OVERRUN`: how `__fastfail` ends a process.
-pub const STATUS_STACK_BUFFER_OVERRUN: u32 = 0xC000_0409;
+pub const STATUS_STACK_BUFFER_OVERRUN: u32 =
+    rvgpu_ddi::ntstatus::STATUS_STACK_BUFFER_OVERRUN as u32;
 
 fn user_exception(code: u32, address: u64, rip: u64) -> Result<u64, Stop> {
     if trace() {

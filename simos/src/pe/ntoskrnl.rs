@@ -31,12 +31,22 @@ use crate::adapter::ktimer;
 use crate::base::bugcheck::{self, kirql, BugCheck};
 use crate::base::lock::lock;
 use crate::base::processor::current_irql;
+use rvgpu_ddi::ntstatus;
 
-const STATUS_SUCCESS: u64 = 0;
-const STATUS_INVALID_PARAMETER: u64 = 0xC000_000D;
-const STATUS_OBJECT_NAME_NOT_FOUND: u64 = 0xC000_0034;
-const STATUS_IMAGE_ALREADY_LOADED: u64 = 0xC000_010E;
-const STATUS_INVALID_DEVICE_REQUEST: u64 = 0xC000_0010;
+// The statuses the stubs return in RAX (zero-extended); the values are ntstatus.h's.
+const STATUS_SUCCESS: u64 = nt(ntstatus::STATUS_SUCCESS);
+const STATUS_INVALID_PARAMETER: u64 = nt(ntstatus::STATUS_INVALID_PARAMETER);
+const STATUS_OBJECT_NAME_NOT_FOUND: u64 = nt(ntstatus::STATUS_OBJECT_NAME_NOT_FOUND);
+const STATUS_IMAGE_ALREADY_LOADED: u64 = nt(ntstatus::STATUS_IMAGE_ALREADY_LOADED);
+const STATUS_INVALID_DEVICE_REQUEST: u64 = nt(ntstatus::STATUS_INVALID_DEVICE_REQUEST);
+const STATUS_BUFFER_TOO_SMALL: u64 = nt(ntstatus::STATUS_BUFFER_TOO_SMALL);
+const STATUS_INVALID_HANDLE: u64 = nt(ntstatus::STATUS_INVALID_HANDLE);
+const STATUS_ACCESS_DENIED: u64 = nt(ntstatus::STATUS_ACCESS_DENIED);
+
+/// `status` as RAX carries it: its 32 bits, zero-extended.
+pub(crate) const fn nt(status: rvgpu_ddi::NTSTATUS) -> u64 {
+    status as u32 as u64
+}
 
 /// `BAD_POOL_CALLER` and the parameter-1 values used below (bug-check-0xc2 reference page).
 const BAD_POOL_CALLER: u32 = 0xC2;
@@ -440,8 +450,6 @@ const IOCTL_VIDEO_DDI_FUNC_REGISTER: u32 = 0x0023_003F;
 /// The request answered with `DpiInitializeWin8` (\[D24\] 24H2 `DxgkInternalDeviceIoctl` @
 /// 0x1403A9E70), which the Windows 8 and later displib sends first (BR-06).
 const IOCTL_DXGK_INITIALIZE_WIN8: u32 = 0x0023_0047;
-/// `STATUS_BUFFER_TOO_SMALL`.
-const STATUS_BUFFER_TOO_SMALL: u64 = 0xC000_0023;
 
 /// `ZwLoadDriver` (PASSIVE_LEVEL): dxgkrnl is loaded on a running system, so loading it again
 /// answers `STATUS_IMAGE_ALREADY_LOADED`; any other service is not installed here.
@@ -701,8 +709,6 @@ fn ke_flush_queued_dpcs(img: &Arc<PeImage>, _w: &[u64; 12]) -> StubResult {
 
 // --- ETW ------------------------------------------------------------------------------------
 
-const STATUS_INVALID_HANDLE: u64 = 0xC000_0008;
-const STATUS_ACCESS_DENIED: u64 = 0xC000_0022;
 /// `MAX_EVENT_DATA_DESCRIPTORS` (evntprov.h): the most data descriptors one write may pass.
 const MAX_EVENT_DATA_DESCRIPTORS: u64 = 128;
 /// The largest event ETW delivers (64 KiB, the session buffer limit); a larger one is dropped

@@ -273,7 +273,7 @@ pub(super) const ESCAPE: Thunk = Thunk {
         ),
         check(
             "Type BDD_PNP to an adapter that is not the basic display driver's",
-            GRAPHICS_INVALID_DRIVER_MODEL,
+            GRAPHICS_INVALID_DISPLAY_ADAPTER,
         ),
         check(
             "Type ACTIVATE_SPECIFIC_DIAG: PrivateDriverDataSize not 8, or the first dword \

@@ -14,41 +14,33 @@
 //! fails on a row without a source); `tests/pe_umd_thunks.rs` fails when the DLL imports a
 //! thunk without a row.
 
+use rvgpu_ddi::ntstatus;
+
 mod devices;
 mod memory;
 mod queues;
 mod sync;
 
-/// `STATUS_INVALID_PARAMETER`.
-const INVALID_PARAMETER: u32 = 0xC000_000D;
-/// `STATUS_UNSUCCESSFUL`.
-const UNSUCCESSFUL: u32 = 0xC000_0001;
-/// `STATUS_NOT_SUPPORTED`.
-const NOT_SUPPORTED: u32 = 0xC000_00BB;
-/// `STATUS_ACCESS_VIOLATION` (a probe of the caller's memory).
-const ACCESS_VIOLATION: u32 = 0xC000_0005;
-/// `STATUS_NO_MEMORY`.
-const NO_MEMORY: u32 = 0xC000_0017;
-/// `STATUS_ACCESS_DENIED`.
-const ACCESS_DENIED: u32 = 0xC000_0022;
-/// `STATUS_INVALID_HANDLE` (an NT handle the caller's process does not hold).
-const INVALID_HANDLE: u32 = 0xC000_0008;
-/// `STATUS_OBJECT_TYPE_MISMATCH` (an NT handle to an object of another type).
-const OBJECT_TYPE_MISMATCH: u32 = 0xC000_0024;
-/// `STATUS_DEVICE_REMOVED` (`COREDEVICEACCESS`: the device is not active).
-const DEVICE_REMOVED: u32 = 0xC000_02B6;
-/// `STATUS_BUFFER_TOO_SMALL`.
-const BUFFER_TOO_SMALL: u32 = 0xC000_0023;
-/// `STATUS_DATATYPE_MISALIGNMENT` (an unaligned pointer the object manager captures).
-const DATATYPE_MISALIGNMENT: u32 = 0x8000_0002;
-/// `STATUS_OBJECT_NAME_INVALID`.
-const OBJECT_NAME_INVALID: u32 = 0xC000_0033;
-/// `STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE` (VidSch: the device is in error).
-const GPU_EXCEPTION_ON_DEVICE: u32 = 0xC01E_0200;
-/// `STATUS_NOT_FOUND`.
-const NOT_FOUND: u32 = 0xC000_0225;
-/// `STATUS_GRAPHICS_INVALID_DRIVER_MODEL`.
-const GRAPHICS_INVALID_DRIVER_MODEL: u32 = 0xC01E_0002;
+// The statuses the rows name, as the catalog's `u32` words; the values are ntstatus.h's
+// (`rvgpu_ddi::ntstatus`).
+const INVALID_PARAMETER: u32 = ntstatus::STATUS_INVALID_PARAMETER as u32;
+const UNSUCCESSFUL: u32 = ntstatus::STATUS_UNSUCCESSFUL as u32;
+const NOT_SUPPORTED: u32 = ntstatus::STATUS_NOT_SUPPORTED as u32;
+const ACCESS_VIOLATION: u32 = ntstatus::STATUS_ACCESS_VIOLATION as u32;
+const NO_MEMORY: u32 = ntstatus::STATUS_NO_MEMORY as u32;
+const ACCESS_DENIED: u32 = ntstatus::STATUS_ACCESS_DENIED as u32;
+const INVALID_HANDLE: u32 = ntstatus::STATUS_INVALID_HANDLE as u32;
+const OBJECT_TYPE_MISMATCH: u32 = ntstatus::STATUS_OBJECT_TYPE_MISMATCH as u32;
+const DEVICE_REMOVED: u32 = ntstatus::STATUS_DEVICE_REMOVED as u32;
+const BUFFER_TOO_SMALL: u32 = ntstatus::STATUS_BUFFER_TOO_SMALL as u32;
+const DATATYPE_MISALIGNMENT: u32 = ntstatus::STATUS_DATATYPE_MISALIGNMENT as u32;
+const OBJECT_NAME_INVALID: u32 = ntstatus::STATUS_OBJECT_NAME_INVALID as u32;
+const GPU_EXCEPTION_ON_DEVICE: u32 = ntstatus::STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE as u32;
+const NOT_FOUND: u32 = ntstatus::STATUS_NOT_FOUND as u32;
+/// 24H2's answer to a BDD_PNP escape on an adapter that is not the basic display driver's:
+/// ntstatus.h names 0xC01E0002 `STATUS_GRAPHICS_INVALID_DISPLAY_ADAPTER`.
+const GRAPHICS_INVALID_DISPLAY_ADAPTER: u32 =
+    ntstatus::STATUS_GRAPHICS_INVALID_DISPLAY_ADAPTER as u32;
 
 /// A function of the decompiled 24H2 kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -47,7 +47,7 @@ pub const PROCESS_ID: u64 = 0x1F00;
 pub const THREAD_ID: u64 = 0x1F04;
 
 /// `STATUS_POSSIBLE_DEADLOCK`: a critical-section wait that timed out.
-pub const STATUS_POSSIBLE_DEADLOCK: u32 = 0xC000_0194;
+pub const STATUS_POSSIBLE_DEADLOCK: u32 = rvgpu_ddi::ntstatus::STATUS_POSSIBLE_DEADLOCK as u32;
 
 const ERROR_SUCCESS: u32 = 0;
 const ERROR_INVALID_PARAMETER: u32 = 87;

@@ -34,9 +34,9 @@ use crate::pe::ntoskrnl;
 use StubResult::{Raise, Return};
 
 /// `STATUS_INVALID_CRT_PARAMETER`: msvcrt's default invalid-parameter handler.
-const STATUS_INVALID_CRT_PARAMETER: u32 = 0xC000_0417;
+const STATUS_INVALID_CRT_PARAMETER: u32 = rvgpu_ddi::ntstatus::STATUS_INVALID_CRT_PARAMETER as u32;
 /// `STATUS_HEAP_CORRUPTION`: the heap's fail-fast on a bad free.
-const STATUS_HEAP_CORRUPTION: u32 = 0xC000_0374;
+const STATUS_HEAP_CORRUPTION: u32 = rvgpu_ddi::ntstatus::STATUS_HEAP_CORRUPTION as u32;
 const EBADF: u32 = 9;
 const ENOMEM: u32 = 12;
 const EINVAL: u32 = 22;

@@ -38,16 +38,19 @@ use rvgpu_ddi::d3dkmt::{
     D3DDDI_DESTROYPAGINGQUEUE, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE,
     D3DKMT_DESTROYSYNCHRONIZATIONOBJECT,
 };
+use rvgpu_ddi::ntstatus;
 
+// The statuses the thunks return, as the `u32` the bridge hands the DLL; the values are
+// ntstatus.h's.
 /// `STATUS_UNSUCCESSFUL`.
-pub const STATUS_UNSUCCESSFUL: u32 = 0xC000_0001;
-const STATUS_INVALID_PARAMETER: u32 = 0xC000_000D;
-const STATUS_ACCESS_VIOLATION: u32 = cpu::STATUS_ACCESS_VIOLATION;
-const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
-const STATUS_NO_MEMORY: u32 = 0xC000_0017;
+pub const STATUS_UNSUCCESSFUL: u32 = ntstatus::STATUS_UNSUCCESSFUL as u32;
+const STATUS_INVALID_PARAMETER: u32 = ntstatus::STATUS_INVALID_PARAMETER as u32;
+const STATUS_ACCESS_VIOLATION: u32 = ntstatus::STATUS_ACCESS_VIOLATION as u32;
+const STATUS_NOT_SUPPORTED: u32 = ntstatus::STATUS_NOT_SUPPORTED as u32;
+const STATUS_NO_MEMORY: u32 = ntstatus::STATUS_NO_MEMORY as u32;
 /// What a blocking CPU wait returns when the simulated OS's wait limit passes (the same
 /// status [`crate::kmt::SimKmt`]'s waits return).
-const STATUS_IO_TIMEOUT: u32 = crate::base::error::STATUS_IO_TIMEOUT as u32;
+const STATUS_IO_TIMEOUT: u32 = ntstatus::STATUS_IO_TIMEOUT as u32;
 
 /// Most allocations per `D3DKMTDestroyAllocation2` / `D3DKMTMakeResident` here (the DLL
 /// passes one; a bound keeps the copies small).
