@@ -35,11 +35,8 @@ use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
 
 use super::common::{fill, no_fault, observe, session, wait};
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 
-/// `STATUS_DEVICE_REMOVED`.
-const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
-/// `STATUS_INVALID_PARAMETER`: the KMD's answer to a test-hook request with the hooks off.
-const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
 const BUF: u64 = 4096;
 /// The budget of a wait for a recovery: a machine that runs on its own may take Windows'
 /// `TdrDelay` (2 s) to detect; a step-mode wait ends as soon as its condition holds.

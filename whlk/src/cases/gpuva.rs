@@ -11,13 +11,12 @@ use crate::case::{Case, CaseResult};
 use crate::ensure;
 
 use super::common::{fill, no_fault, session, wait};
+use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 
 const PAGE: u64 = 4096;
 /// A VA the process picks: 64 KiB aligned, high in its space.
 const CHOSEN: u64 = 0x7000_0000_0000;
 const PATTERN: u64 = 0x6A7A_0012_6A7A_0012;
-/// `STATUS_DEVICE_REMOVED`.
-const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
 /// Submissions tried (10 ms of machine time apart) before the fault must have been seen.
 const POLLS: u64 = 500;
 

@@ -12,6 +12,7 @@ use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
 
 use super::common::{no_fault, observe, session};
+use rvgpu_ddi::ntstatus::{STATUS_BUFFER_OVERFLOW, STATUS_INVALID_PARAMETER};
 
 /// The cases of this area.
 pub const CASES: &[Case] = &[
@@ -70,9 +71,6 @@ const DONE: Duration = Duration::from_secs(10);
 const HELD: Duration = Duration::from_millis(200);
 /// The largest DMA buffer the escape takes.
 const DMA: u32 = 4096;
-
-const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
-const STATUS_BUFFER_OVERFLOW: i32 = 0x8000_0005_u32 as i32;
 
 /// A threaded session with adapter 0 started whose driver offers the interface.
 fn open(b: &dyn Backend) -> Result<Box<dyn Session>, CaseError> {

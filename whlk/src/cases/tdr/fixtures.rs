@@ -11,6 +11,7 @@ use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
 use super::super::common::{fill, observe, session};
+pub(super) use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 
 /// 0x119 `VIDEO_SCHEDULER_INTERNAL_ERROR`.
 pub(super) const VIDEO_SCHEDULER_INTERNAL_ERROR: u32 = 0x119;
@@ -20,8 +21,6 @@ pub(super) const REPORTED_INVALID_ABORTED_FENCE: u64 = 0xA;
 pub(super) const VIDEO_TDR_TIMEOUT_DETECTED: u32 = 0x117;
 /// `VIDEO_ENGINE_TIMEOUT_DETECTED`.
 pub(super) const VIDEO_ENGINE_TIMEOUT_DETECTED: u32 = 0x141;
-/// `STATUS_DEVICE_REMOVED`.
-pub(super) const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
 /// Reasons (docs/tdr.md; only 9 is Windows' documented value).
 pub(super) const REASON_ENGINE_TIMEOUT: u32 = 1;
 pub(super) const REASON_PROMOTED: u32 = 9;

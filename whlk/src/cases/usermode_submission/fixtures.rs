@@ -11,11 +11,8 @@ use crate::case::CaseResult;
 use crate::ensure;
 
 use super::super::common::{fill, no_fault};
+pub(super) use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 
-/// `STATUS_NOT_SUPPORTED`.
-pub(super) const STATUS_NOT_SUPPORTED: i32 = 0xC000_00BB_u32 as i32;
-/// `STATUS_INVALID_PARAMETER`.
-pub(super) const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
 /// `DXGK_ENGINE_STATE_TRANSITION_TO_F1`.
 pub(super) const TRANSITION_TO_F1: i32 = 1;
 /// Sentinel of a ticket slot no batch wrote.
