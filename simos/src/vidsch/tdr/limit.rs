@@ -119,7 +119,7 @@ mod tests {
 
     /// A step-mode TDR state whose limits are `count` recoveries within `window` rounds.
     fn step_os(count: u32, window: u64) -> TdrOs {
-        let mut os = TdrOs::new();
+        let mut os = TdrOs::new(None);
         os.step = true;
         os.config.limit_count = count;
         os.config.limit_time_steps = window;
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn tdr_09_limit_time_reads_below_5_s_as_5_s_and_above_3600_s_as_3600_s() {
-        let mut os = TdrOs::new();
+        let mut os = TdrOs::new(None);
         os.step = false;
         for (set, read_ms) in [(1, 5_000), (60, 60_000), (4_000, 3_600_000)] {
             os.config.limit_time = Duration::from_secs(set);

@@ -39,7 +39,7 @@ pub(crate) fn shared(a: &AdapterShared) -> Arc<TdrShared> {
     }
     r.retain(|_, (w, _)| w.strong_count() > 0);
     let s = Arc::new(TdrShared {
-        os: Mutex::new(TdrOs::new()),
+        os: Mutex::new(TdrOs::new(a.emulated.as_ref().map(|d| d.run_clock()))),
         pause: Mutex::new(None),
         gate: RwLock::new(()),
         submit: Mutex::new(()),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::ob::KmtHandle;
 use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::interrupt::DXGK_INTERRUPT_TYPE;
+use rvgpu_device::device::RunClock;
 use rvgpu_device::Device;
 
 /// Why the OS reset (docs/tdr.md#the-simulated-os). Only 9's value is from the seed; the others are the
@@ -168,11 +169,11 @@ pub struct TdrConfig {
     /// Step mode: rounds without progress before a timeout (> the device's 200-step hang
     /// detection, docs/tdr.md#the-simulated-os).
     pub timeout_steps: u64,
-    /// Threaded mode: time without progress before a timeout.
+    /// Threaded mode: the machine's time without progress before a timeout ([`TdrOs::now`]).
     pub timeout: Duration,
     /// Step mode: rounds to wait for `DmaPreempted`.
     pub preempt_steps: u64,
-    /// Threaded mode: time to wait for `DmaPreempted`.
+    /// Threaded mode: the machine's time to wait for `DmaPreempted`.
     pub preempt_timeout: Duration,
     /// Watch hardware queues' progress fences (UM-16) as well as DMA fences.
     pub watch_hw_queues: bool,
@@ -305,6 +306,8 @@ pub(crate) struct TdrOs {
     pub step: bool,
     pub config: TdrConfig,
     pub start: Instant,
+    /// The emulated GPU's run time ([`Self::now`]); `None` for a board without one.
+    pub run_clock: Option<RunClock>,
     pub rounds: u64,
     pub nodes: Vec<NodeSched>,
     pub(super) isr: Vec<(u32, Report)>,
@@ -335,12 +338,13 @@ impl TdrOs {
         std::mem::take(&mut self.invalidated)
     }
 
-    pub(super) fn new() -> Self {
+    pub(super) fn new(run_clock: Option<RunClock>) -> Self {
         Self {
             enabled: false,
             step: true,
             config: TdrConfig::default(),
             start: Instant::now(),
+            run_clock,
             rounds: 0,
             nodes: Vec::new(),
             isr: Vec::new(),
@@ -357,12 +361,23 @@ impl TdrOs {
         }
     }
 
+    /// The TDR's clock: rounds in step mode; in threaded mode milliseconds of the machine's
+    /// time, which stands still while the host does not run the emulated GPU's thread. Windows
+    /// times its nodes on the wall clock (`M:VidSchiCheckHwProgress` @0x1400B5C20 compares
+    /// deadlines with `KeQueryPerformanceCounter` in 100 ns), but a real GPU is never
+    /// descheduled: here the GPU runs
+    /// on a host thread a loaded host may starve for longer than the timeout, and counting
+    /// that as "the GPU did not move" would reset innocent work. A board whose device runs
+    /// in another process (no run clock) is timed on the wall clock.
     pub fn now(&self) -> u64 {
         if self.step {
-            self.rounds
-        } else {
-            self.start.elapsed().as_millis() as u64
+            return self.rounds;
         }
+        let t = match &self.run_clock {
+            Some(c) => c.elapsed(),
+            None => self.start.elapsed(),
+        };
+        u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
     }
 
     pub(super) fn timeout(&self) -> u64 {
