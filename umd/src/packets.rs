@@ -26,53 +26,42 @@ pub enum Refused {
     Room,
 }
 
-/// Where a batch's words go: [`take`](Self::take) reserves a packet's words, then
-/// [`put`](Self::put) stores them one by one.
+/// Where a batch's words go, a whole packet at a time: room is checked once per packet, and
+/// no word is stored beyond it.
 pub trait WordSink {
-    /// Reserves `n` words; `false` (nothing reserved) when they do not fit.
-    fn take(&mut self, n: u64) -> bool;
-    /// Stores the next reserved word (a word beyond what was reserved is dropped).
-    fn put(&mut self, word: u64);
+    /// Stores `words`, one packet; `false` (nothing stored) when they do not fit. Stores no
+    /// more than the length `words` reported, whatever it yields.
+    fn packet<W: ExactSizeIterator<Item = u64>>(&mut self, words: W) -> bool;
+    /// Stores a NOP of `len` words (its header, then zeros); `false` (nothing stored) when it
+    /// does not fit.
+    fn nop(&mut self, len: u16) -> bool;
 }
 
-/// What a [`WordSink`] may still store: words not yet reserved, and words reserved by
-/// [`take`](Self::take) and not yet stored. Every sink keeps its budget so.
+/// Words a [`WordSink`] may still store.
 #[derive(Clone, Copy, Debug)]
 pub struct WordBudget {
     room: u64,
-    taken: u64,
 }
 
 impl WordBudget {
-    /// A budget of `room` words, none reserved.
+    /// A budget of `room` words.
     pub fn new(room: u64) -> Self {
-        Self { room, taken: 0 }
+        Self { room }
     }
 
-    /// Reserves `n` words; `false` (nothing reserved) when they do not fit.
+    /// Takes `n` words; `false` (nothing taken) when they do not fit.
     #[inline(always)]
     pub fn take(&mut self, n: u64) -> bool {
         match self.room.checked_sub(n) {
             Some(left) => {
                 self.room = left;
-                self.taken = self.taken.wrapping_add(n);
                 true
             }
             None => false,
         }
     }
 
-    /// Spends one reserved word: `false` when none is left, and the word must be dropped.
-    #[inline(always)]
-    pub fn spend(&mut self) -> bool {
-        if self.taken == 0 {
-            return false;
-        }
-        self.taken -= 1;
-        true
-    }
-
-    /// Words not yet reserved.
+    /// Words not yet taken.
     pub fn room(&self) -> u64 {
         self.room
     }
@@ -93,19 +82,24 @@ pub trait Packets {
     fn commands(&self) -> Result<Cow<'_, [Command]>, Refused>;
 }
 
-/// Stores one packet of a fixed-length opcode: its header and `args`.
+/// Stores one packet of a fixed-length opcode: its header and the `N - 1` words of `args`.
 #[inline(always)]
-fn emit<S: WordSink>(out: &mut S, op: Opcode, flags: u8, args: &[u64]) -> Result<(), Refused> {
-    let n = args.len() as u64 + 1;
-    if !out.take(n) {
-        return Err(Refused::Room);
-    }
+fn emit<S: WordSink, const N: usize>(
+    out: &mut S,
+    op: Opcode,
+    flags: u8,
+    args: [u64; N],
+) -> Result<(), Refused> {
     // At most 5 words: the length field holds it.
-    out.put(header(op, flags, n as u16));
-    for &a in args {
-        out.put(a);
+    let mut words = args;
+    if let Some(first) = words.first_mut() {
+        *first = header(op, flags, N as u16);
     }
-    Ok(())
+    if out.packet(words.into_iter()) {
+        Ok(())
+    } else {
+        Err(Refused::Room)
+    }
 }
 
 /// Stores `c`'s encoded words (the layout of [`Command::encode`]); `Bad` for a command that
@@ -115,14 +109,11 @@ fn store_command<S: WordSink>(c: &Command, out: &mut S) -> Result<(), Refused> {
     match *c {
         Command::Nop { len: 0 } | Command::WriteData { .. } => Err(Refused::Bad),
         Command::Nop { len } => {
-            if !out.take(u64::from(len)) {
-                return Err(Refused::Room);
+            if out.nop(len) {
+                Ok(())
+            } else {
+                Err(Refused::Room)
             }
-            out.put(header(Opcode::Nop, 0, len));
-            for _ in 1..len {
-                out.put(0);
-            }
-            Ok(())
         }
         Command::FenceSignal {
             flags,
@@ -134,9 +125,9 @@ fn store_command<S: WordSink>(c: &Command, out: &mut S) -> Result<(), Refused> {
             out,
             Opcode::FenceSignal,
             flags,
-            &[value_addr, value, monitored_addr, report_tag],
+            [0, value_addr, value, monitored_addr, report_tag],
         ),
-        Command::FenceWait { addr, value } => emit(out, Opcode::FenceWait, 0, &[addr, value]),
+        Command::FenceWait { addr, value } => emit(out, Opcode::FenceWait, 0, [0, addr, value]),
         Command::LogWrite {
             log,
             index,
@@ -150,30 +141,31 @@ fn store_command<S: WordSink>(c: &Command, out: &mut S) -> Result<(), Refused> {
             } else {
                 0
             },
-            &[
+            [
+                0,
                 u64::from(index) | (u64::from(fence_handle) << 32),
                 fence_value,
             ],
         ),
-        Command::Timestamp { addr } => emit(out, Opcode::Timestamp, 0, &[addr]),
+        Command::Timestamp { addr } => emit(out, Opcode::Timestamp, 0, [0, addr]),
         Command::Progress { irq, value } => emit(
             out,
             Opcode::Progress,
             if irq { PROGRESS_IRQ } else { 0 },
-            &[value],
+            [0, value],
         ),
-        Command::Copy { src, dst, bytes } => emit(out, Opcode::Copy, 0, &[src, dst, bytes]),
+        Command::Copy { src, dst, bytes } => emit(out, Opcode::Copy, 0, [0, src, dst, bytes]),
         Command::Fill {
             dst,
             bytes,
             pattern,
-        } => emit(out, Opcode::Fill, 0, &[dst, bytes, pattern]),
-        Command::Hang => emit(out, Opcode::Hang, 0, &[]),
-        Command::Indirect { addr, bytes } => emit(out, Opcode::Indirect, 0, &[addr, bytes]),
+        } => emit(out, Opcode::Fill, 0, [0, dst, bytes, pattern]),
+        Command::Hang => emit(out, Opcode::Hang, 0, [0]),
+        Command::Indirect { addr, bytes } => emit(out, Opcode::Indirect, 0, [0, addr, bytes]),
         Command::IndirectVm { addr, bytes, root } => {
-            emit(out, Opcode::IndirectVm, 0, &[addr, bytes, root])
+            emit(out, Opcode::IndirectVm, 0, [0, addr, bytes, root])
         }
-        Command::TlbInvalidate { root } => emit(out, Opcode::TlbInvalidate, 0, &[root]),
+        Command::TlbInvalidate { root } => emit(out, Opcode::TlbInvalidate, 0, [0, root]),
     }
 }
 
@@ -281,21 +273,15 @@ impl Packets for Dwords<'_> {
         self.len_words()?;
         let mut rest = self.0;
         while !rest.is_empty() {
-            let (first, h, words, after) = packet(rest)?;
-            if !out.take(u64::from(h.len)) {
-                return Err(Refused::Room);
-            }
-            out.put(first);
-            let args = words.get(2..).unwrap_or(&[]);
-            if h.opcode == Opcode::Nop {
+            let (_, h, words, after) = packet(rest)?;
+            let stored = if h.opcode == Opcode::Nop {
                 // Padding goes out as zeros, whatever the caller left in it.
-                for _ in args.chunks_exact(2) {
-                    out.put(0);
-                }
+                out.nop(h.len)
             } else {
-                for p in args.chunks_exact(2) {
-                    out.put(pair(p, 0).unwrap_or(0));
-                }
+                out.packet(words.chunks_exact(2).map(|p| pair(p, 0).unwrap_or(0)))
+            };
+            if !stored {
+                return Err(Refused::Room);
             }
             rest = after;
         }
@@ -346,17 +332,26 @@ mod tests {
     }
 
     impl WordSink for VecSink {
-        fn take(&mut self, n: u64) -> bool {
-            match self.room.checked_sub(n) {
+        fn packet<W: ExactSizeIterator<Item = u64>>(&mut self, words: W) -> bool {
+            match self.room.checked_sub(words.len() as u64) {
                 Some(r) => {
                     self.room = r;
+                    self.words.extend(words);
                     true
                 }
                 None => false,
             }
         }
-        fn put(&mut self, word: u64) {
-            self.words.push(word);
+        fn nop(&mut self, len: u16) -> bool {
+            match self.room.checked_sub(u64::from(len)) {
+                Some(r) => {
+                    self.room = r;
+                    self.words.push(header(Opcode::Nop, 0, len));
+                    self.words.extend((1..len).map(|_| 0));
+                    true
+                }
+                None => false,
+            }
         }
     }
 

@@ -259,11 +259,8 @@ impl<M: RingMemory> RingWriter<M> {
             budget: WordBudget::new(room / 8),
         };
         batch.store(&mut sink)?;
-        if !sink.take(tail.len() as u64) {
+        if !sink.packet(tail.iter().copied()) {
             return Err(Refused::Room);
-        }
-        for &w in tail {
-            sink.put(w);
         }
         self.write_ptr = sink.ptr;
         Ok(())
@@ -292,22 +289,40 @@ struct RingSink<'a, M: RingMemory> {
     budget: WordBudget,
 }
 
-impl<M: RingMemory> WordSink for RingSink<'_, M> {
+impl<M: RingMemory> RingSink<'_, M> {
     #[inline(always)]
-    fn take(&mut self, n: u64) -> bool {
-        self.budget.take(n)
-    }
-
-    #[inline(always)]
-    fn put(&mut self, word: u64) {
-        if !self.budget.spend() {
-            return;
-        }
+    fn store(&mut self, word: u64) {
         // A ring's words fit in 32 bits (its size is a `u32` of bytes, `mask` < 2^29): as a
         // `u32` the index lets the compiler drop the store's overflow check on the offset.
         let index = (self.ptr / 8) as u32 & self.mask as u32;
         self.mem.store_word(u64::from(index), word);
         self.ptr = self.ptr.wrapping_add(8);
+    }
+}
+
+impl<M: RingMemory> WordSink for RingSink<'_, M> {
+    #[inline(always)]
+    fn packet<W: ExactSizeIterator<Item = u64>>(&mut self, words: W) -> bool {
+        let n = words.len();
+        if !self.budget.take(n as u64) {
+            return false;
+        }
+        for w in words.take(n) {
+            self.store(w);
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn nop(&mut self, len: u16) -> bool {
+        if !self.budget.take(u64::from(len)) {
+            return false;
+        }
+        self.store(header(Opcode::Nop, 0, len));
+        for _ in 1..len {
+            self.store(0);
+        }
+        true
     }
 }
 

@@ -52,19 +52,37 @@ struct BufferSink<'a, M: AllocationCpu> {
     budget: WordBudget,
 }
 
+impl<M: AllocationCpu> BufferSink<'_, M> {
+    #[inline(always)]
+    fn store(&mut self, word: u64) {
+        self.mem.store(self.off, word);
+        self.off = self.off.wrapping_add(8);
+    }
+}
+
 impl<M: AllocationCpu> WordSink for BufferSink<'_, M> {
     #[inline(always)]
-    fn take(&mut self, n: u64) -> bool {
-        self.budget.take(n)
+    fn packet<W: ExactSizeIterator<Item = u64>>(&mut self, words: W) -> bool {
+        let n = words.len();
+        if !self.budget.take(n as u64) {
+            return false;
+        }
+        for w in words.take(n) {
+            self.store(w);
+        }
+        true
     }
 
     #[inline(always)]
-    fn put(&mut self, word: u64) {
-        if !self.budget.spend() {
-            return;
+    fn nop(&mut self, len: u16) -> bool {
+        if !self.budget.take(u64::from(len)) {
+            return false;
         }
-        self.mem.store(self.off, word);
-        self.off = self.off.wrapping_add(8);
+        self.store(rvgpu_hw::cmd::header(rvgpu_hw::cmd::Opcode::Nop, 0, len));
+        for _ in 1..len {
+            self.store(0);
+        }
+        true
     }
 }
 

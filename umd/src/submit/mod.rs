@@ -52,6 +52,7 @@
 mod batch;
 mod config;
 mod forward;
+mod inflight;
 mod kernel;
 mod progress;
 pub(crate) use progress::kernel_hw_queue;

@@ -12,6 +12,7 @@ use zerocopy::IntoBytes;
 
 use super::batch::{expand_ops, report, trace_timestamp};
 use super::config::{QueueConfig, SubmissionPath, SubmitError, TimelineId};
+use super::inflight::InFlight;
 use super::kernel::KernelPath;
 use super::progress::{create_hw_queue, ClosingPacket, Progress};
 use crate::fencelog::{has_log_writes, without_log_writes, FenceTrace, LogCursor, Op};
@@ -88,9 +89,8 @@ pub struct UserQueue<K: Kmt> {
     pub(super) writer: RingWriter<RingView<K::Mem>>,
     /// The last progress value picked (N).
     pub(super) last: u64,
-    /// `(progress value, write pointer after its closing packet)` of batches in the ring that
-    /// the CMP may not have consumed yet.
-    pub(super) in_flight: VecDeque<(u64, u64)>,
+    /// Where the batches the ring may still hold end.
+    pub(super) in_flight: InFlight,
     /// The doorbell could not be connected at creation: fall back at the first submission.
     pub(super) connect_failed: bool,
     pub(super) fallback: Option<Fallback<K>>,
@@ -255,7 +255,7 @@ impl<K: Kmt> UserQueue<K> {
             ring_value,
             writer,
             last: 0,
-            in_flight: VecDeque::new(),
+            in_flight: InFlight::new(u64::from(size / 8), closing.bytes() / 8),
             connect_failed,
             fallback: None,
             cursor: LogCursor::new(),
@@ -411,11 +411,7 @@ impl<K: Kmt> UserQueue<K> {
         // UM-16 1: N+1 (picked by the caller). 2: the commands and the packet that writes
         // N+1 to the progress fence went into the ring.
         self.last = value;
-        let end = self.writer.write_ptr();
-        // Drop batches before the read pointer last loaded, so the list stays bounded by what
-        // the ring holds (an application that waits with `wait()` never makes the ring fill).
-        self.prune_in_flight();
-        self.in_flight.push_back((value, end));
+        self.in_flight.record(value, self.writer.write_ptr());
         let doorbell = self.doorbell.as_ref().ok_or(SubmitError::Lost)?;
         // 3: the last-queued value where the OS reads it.
         doorbell.cpu.set_last_queued(value);
@@ -580,7 +576,6 @@ impl<K: Kmt> UserQueue<K> {
         // The CMP may have consumed the ring since the load that found it full; then no batch
         // is left to wait on, and that is room, not an inconsistent ring.
         let free = self.writer.free()?;
-        self.prune_in_flight();
         if free >= bytes {
             return Ok(());
         }
@@ -589,7 +584,7 @@ impl<K: Kmt> UserQueue<K> {
             .write_ptr()
             .saturating_add(bytes)
             .saturating_sub(u64::from(self.config.ring_size));
-        let Some(&(target, _)) = self.in_flight.iter().find(|(_, end)| *end >= need_read) else {
+        let Some(target) = self.in_flight.first_ending_at(need_read, self.last) else {
             return Err(SubmitError::Ring(RingError::Corrupt));
         };
         self.ring_and_check()?;
@@ -601,7 +596,6 @@ impl<K: Kmt> UserQueue<K> {
         }
         for _ in 0..READ_PTR_POLLS {
             if self.writer.free()? >= bytes {
-                self.prune_in_flight();
                 return Ok(());
             }
             core::hint::spin_loop();
@@ -609,15 +603,6 @@ impl<K: Kmt> UserQueue<K> {
         // The fence says the space is free but the read pointer never got there.
         self.lost = true;
         Err(SubmitError::Lost)
-    }
-
-    /// Drops the batches before the read pointer the writer last loaded (no load of its own).
-    #[inline(always)]
-    pub(super) fn prune_in_flight(&mut self) {
-        let read = self.writer.seen_read_ptr();
-        while self.in_flight.front().is_some_and(|&(_, end)| end <= read) {
-            self.in_flight.pop_front();
-        }
     }
 
     pub(super) fn writer_read_ptr(&self) -> u64 {
@@ -677,7 +662,6 @@ impl<K: Kmt> UserQueue<K> {
                 }
             }
         }
-        self.in_flight.clear();
         self.fallback = Some(fb);
         result
     }
