@@ -267,34 +267,37 @@ fn call_driver_checked<R>(
         return Err(fault.into());
     }
     let _ctx = MachineContext::enter(state.clone());
-    if let Err(b) = irql::check(routine, current_irql(), address) {
+    let entry = current_irql();
+    if let Err(b) = irql::check(routine, entry, address) {
         state.raise_bugcheck(b);
         return Err(SimError::Bugcheck(b));
     }
-    let entry = current_irql();
     let _routine = InRoutine::enter(routine);
     let r = f();
     let returned = current_irql();
-    if let Err(b) = processor::check_return_irql(
-        entry,
-        bugcheck::irql_unexpected::SIM_DDI,
-        address as u64,
-        0,
-        routine.id(),
-    ) {
-        state.raise_bugcheck(if fatal_0x113 {
-            bugcheck::BugCheck::new(
-                bugcheck::VIDEO_DXGKRNL_FATAL_ERROR,
-                [
-                    bugcheck::dxgkrnl_fatal::DDI_IRQL_MISMATCH,
-                    address as u64,
-                    bugcheck::kirql(entry),
-                    bugcheck::kirql(returned),
-                ],
-            )
-        } else {
-            b
-        });
+    // The check reads the level again: only a mismatch needs it.
+    if returned != entry {
+        if let Err(b) = processor::check_return_irql(
+            entry,
+            bugcheck::irql_unexpected::SIM_DDI,
+            address as u64,
+            0,
+            routine.id(),
+        ) {
+            state.raise_bugcheck(if fatal_0x113 {
+                bugcheck::BugCheck::new(
+                    bugcheck::VIDEO_DXGKRNL_FATAL_ERROR,
+                    [
+                        bugcheck::dxgkrnl_fatal::DDI_IRQL_MISMATCH,
+                        address as u64,
+                        bugcheck::kirql(entry),
+                        bugcheck::kirql(returned),
+                    ],
+                )
+            } else {
+                b
+            });
+        }
     }
     match state.fault() {
         Some(fault) => Err(fault.into()),

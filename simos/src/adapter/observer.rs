@@ -81,8 +81,12 @@ impl Hasher for AddrHasher {
 /// What the hand-over audit found in the blocks the OS handed the driver.
 #[derive(Debug, Default)]
 struct Handover {
-    /// Blocks checked, by DDI.
+    /// Blocks checked, by DDI, but for those of [`Handover::last`].
     blocks: HashMap<NameKey, u64, BuildHasherDefault<AddrHasher>>,
+    /// The set counted last and the blocks counted for it since it became the last one (not
+    /// yet in `blocks`): a run of calls of one DDI, the hot paths' pattern, counts without a
+    /// lookup.
+    last: Option<(NameKey, u64)>,
     /// `DDI: field` for each field the audit says 24H2 leaves zero that a block filled.
     filled_zero: Vec<String>,
     /// The sets and block addresses call sites checked last ([`Observer::handed`]), newest
@@ -90,20 +94,53 @@ struct Handover {
     at_call_site: std::collections::VecDeque<(&'static str, usize)>,
 }
 
+impl Handover {
+    /// Counts one block of the set named `name`.
+    fn count(&mut self, name: &'static str) {
+        let key = NameKey(name);
+        match &mut self.last {
+            Some((k, n)) if *k == key => *n += 1,
+            last => {
+                if let Some((k, n)) = last.replace((key, 1)) {
+                    *self.blocks.entry(k).or_default() += n;
+                }
+            }
+        }
+    }
+
+    /// Counts block `b` of `ddi` and notes the fields 24H2 leaves zero that it fills.
+    fn checked<T>(&mut self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
+        self.count(ddi.name);
+        // `Ddi::filled_zero`'s test, as a plain loop: it runs for every submission.
+        for r in ddi.rows {
+            if let Some(is_zero) = r.is_zero {
+                if !is_zero(b) {
+                    self.filled_zero.push(format!("{}: {}", ddi.name, r.field));
+                }
+            }
+        }
+    }
+}
+
 impl Observer {
     /// Checks block `b`, about to be handed to the driver's `ddi`, against the audit: every
     /// field 24H2 leaves zero that `b` fills is noted (meaningful under the 24H2 reading,
-    /// which the audit describes).
+    /// which the audit describes). The central check of a `ddi::passive_with` or
+    /// `ddi::call_arg` call that follows skips the same block.
     pub(crate) fn handed<T>(&self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
         let mut h = lock(&self.handover);
-        *h.blocks.entry(NameKey(ddi.name)).or_default() += 1;
         if h.at_call_site.len() >= AT_CALL_SITE_KEPT {
             h.at_call_site.pop_front();
         }
         h.at_call_site.push_back((ddi.name, b as *const T as usize));
-        for f in ddi.filled_zero(b) {
-            h.filled_zero.push(format!("{}: {f}", ddi.name));
-        }
+        h.checked(ddi, b);
+    }
+
+    /// [`Observer::handed`] for a call site whose DDI call has no central check (`ddi::call`,
+    /// `ddi::passive`): the same count and notes, with nothing kept for a central check to
+    /// skip.
+    pub(crate) fn handed_alone<T>(&self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
+        lock(&self.handover).checked(ddi, b);
     }
 
     /// Checks the argument block at `p` (of type `ty`), about to be handed to DDI `ddi` (its
@@ -131,7 +168,7 @@ impl Observer {
                     h.at_call_site.remove(i);
                     continue;
                 }
-                *h.blocks.entry(NameKey(set.name())).or_default() += 1;
+                h.count(set.name());
                 h.filled_zero
                     .extend(filled.into_iter().map(|f| format!("{}: {f}", set.name())));
             }
@@ -140,9 +177,10 @@ impl Observer {
 
     /// Blocks of `ddi` checked against the hand-over audit so far.
     pub fn handed_blocks(&self, ddi: &str) -> u64 {
-        lock(&self.handover)
-            .blocks
+        let h = lock(&self.handover);
+        h.blocks
             .iter()
+            .chain(h.last.as_ref().map(|(k, n)| (k, n)))
             .filter(|(k, _)| k.0 == ddi)
             .map(|(_, n)| n)
             .sum()
@@ -219,6 +257,7 @@ impl Observer {
 
     /// Charges `routine` one call and the accesses since `before` (`None`: a board that
     /// cannot count).
+    #[inline]
     pub(crate) fn charge_bus(
         &self,
         routine: Routine,
@@ -250,6 +289,7 @@ struct Stats {
 impl Stats {
     /// Charges `routine` one call and the accesses since `before` (`None`: a board that
     /// cannot count).
+    #[inline]
     fn charge_bus(
         &self,
         routine: Routine,
@@ -294,6 +334,7 @@ impl Default for BusLedger {
 }
 
 impl BusLedger {
+    #[inline]
     fn charge(&self, routine: Routine, c: rvgpu_device::BusCounts) {
         let id = routine.id();
         let Some(slot) = usize::try_from(id).ok().and_then(|i| self.slots.get(i)) else {
@@ -447,5 +488,44 @@ mod tests {
         }
         assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 0);
         assert!(o.handed_filled_zero().is_empty());
+    }
+
+    /// DDI-01: a call site whose DDI call has no central check (`handed_alone`) leaves nothing
+    /// behind, so a later central check of a block at the same address counts it.
+    #[test]
+    fn ddi_01_a_block_checked_where_no_central_check_follows_is_not_skipped_later() {
+        let o = Observer::default();
+        let b = log_buffer_block();
+        o.handed_alone(&rvgpu_ddi::handover::SET_NATIVE_FENCE_LOG_BUFFER, &b);
+        hand(&o, &b);
+        assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 2);
+    }
+
+    /// DDI-01: runs of one set and sets interleaved count every block, including the run
+    /// still being counted, and a filled field is noted on every block of a run.
+    #[test]
+    fn ddi_01_blocks_of_interleaved_sets_all_count() {
+        let o = Observer::default();
+        let b = log_buffer_block();
+        let destroy = rvgpu_ddi::submission::DXGKARG_DESTROYDOORBELL {
+            hDoorbell: 4 as rvgpu_ddi::HANDLE,
+        };
+        let log = rvgpu_ddi::handover::SET_NATIVE_FENCE_LOG_BUFFER;
+        let door = rvgpu_ddi::handover::DESTROY_DOORBELL;
+        for _ in 0..3 {
+            o.handed_alone(&log, &b);
+        }
+        o.handed_alone(&door, &destroy);
+        o.handed_alone(&log, &b);
+        assert_eq!(o.handed_blocks(log.name), 4);
+        assert_eq!(o.handed_blocks(door.name), 1);
+        o.handed_alone(&door, &destroy);
+        assert_eq!(o.handed_blocks(door.name), 2);
+        let mut filled = b;
+        filled.LogBufferSystemProcessGpuVa = 0x10_0000;
+        o.handed_alone(&log, &filled);
+        o.handed_alone(&log, &filled);
+        assert_eq!(o.handed_blocks(log.name), 6);
+        assert_eq!(o.handed_filled_zero().len(), 2);
     }
 }

@@ -747,7 +747,7 @@ fn submit_to_driver(
         // What `M:SubmitRenderToHwQueue` @0x14000E8B0 hands over; a raw call on a user-mode
         // queue is a test's, which 24H2 never makes.
         a.observer()
-            .handed(&rvgpu_ddi::handover::SUBMIT_COMMAND_TO_HWQUEUE, &args);
+            .handed_alone(&rvgpu_ddi::handover::SUBMIT_COMMAND_TO_HWQUEUE, &args);
     }
     let ctx = a.context();
     ddi::call(a, f, At::Level(irql), |f| {
