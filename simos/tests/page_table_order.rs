@@ -221,6 +221,36 @@ fn ddi_03_a_map_into_a_table_a_concurrent_map_makes_keeps_its_entry() {
     }
 }
 
+/// DDI-03: a page-table change submitted while the host leaves the GPU's thread unscheduled
+/// for longer than VidMm's paging wait limit (10 s) completes once the thread runs: the limit
+/// counts the machine's time, and the GPU was not run, not stuck.
+#[test]
+fn ddi_03_a_map_outlasts_a_gpu_thread_the_host_starves_past_the_paging_limit() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let m = machine();
+    let s = setup(&m);
+    let f = okk(&m, s.k.create_native_fence(0));
+    let at = last_page(&f) + 2 * PAGE;
+    // Returns once the GPU's thread has stopped: the map's paging buffer goes in while it is.
+    m.device(0)
+        .unwrap()
+        .starve_cmp_thread(Duration::from_millis(10_500));
+    let r = MapGpuVa::read_write(s.pq.handle, at, s.b.handle, 0, 1);
+    let mapped = okk(&m, s.k.map_gpu_va(&r));
+    // Watched from here rather than with a CPU wait on the paging fence, which has a limit
+    // of its own.
+    run_until(&m, "the map", |m| {
+        m.gpu_va_translate(0, s.p.pid, rvgpu_hw::addr::GpuVa::new(at), Access::Write)
+            .is_some_and(|t| t.is_ok())
+    });
+    okk(
+        &m,
+        s.k.wait_for_fence(s.pq.fence, mapped.paging_fence_value),
+    );
+    okk(&m, s.k.destroy_native_fence(f.kmt));
+    no_fault(&m);
+}
+
 /// Every test of this file again, against `rvgpu.sys` in the x86-64 emulator.
 #[test]
 fn against_the_pe_image() {

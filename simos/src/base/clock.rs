@@ -1,10 +1,13 @@
 //! The CPU clock of the simulation ([`qpc`]): what `QueryPerformanceCounter` answers to the
 //! driver, the UMD's thunks and the OS's trace alike, so all their times are on one clock. And
-//! the OS's millisecond clock for what it times in rounds or real time ([`MsClock`]).
+//! the OS's millisecond clock for what it times in rounds or real time ([`MsClock`]). And the
+//! machine's time, for limits that mean "the GPU did not move" ([`MachineTime`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use rvgpu_device::device::RunClock;
 
 /// Ticks per second of [`qpc`] (what `QueryPerformanceFrequency` returns in the simulation).
 pub const QPC_HZ: u64 = 10_000_000;
@@ -48,6 +51,33 @@ impl MsClock {
             self.rounds.load(Ordering::Acquire)
         } else {
             u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+        }
+    }
+}
+
+/// The machine's time for a limit that means "the GPU did not move": the emulated GPU's run
+/// time ([`RunClock`]), which stands still while the host does not run its thread; the wall
+/// clock for a board without one (a device in another process).
+#[derive(Debug)]
+pub struct MachineTime {
+    run: Option<RunClock>,
+    epoch: Instant,
+}
+
+impl MachineTime {
+    /// A clock reading `run` when there is one.
+    pub fn new(run: Option<RunClock>) -> Self {
+        Self {
+            run,
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Now: the run time, or the wall clock since this was made.
+    pub fn now(&self) -> Duration {
+        match &self.run {
+            Some(c) => c.elapsed(),
+            None => self.epoch.elapsed(),
         }
     }
 }

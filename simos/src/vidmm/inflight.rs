@@ -29,7 +29,7 @@
 //! tables stay in VRAM through the reset, so only the updates it dropped are written again.
 
 use std::sync::TryLockError;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
@@ -99,33 +99,24 @@ pub(crate) fn wait(host: &dyn Host, a: &AdapterShared, seq: u64) -> Result<Waite
             false => Err(not_completed(node, last)),
         };
     }
-    let deadline = Instant::now() + limit;
-    let completion = &a.sch.completion;
-    loop {
-        let seen = completion.generation();
-        // Counted as VidSch's own paging wait counts its looks (MF-04).
-        completion
-            .looks
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Some(f) = a.state.fault() {
-            return Err(f.into());
-        }
+    // The limit is the machine's time (`legacy::wait_for`): a starved GPU thread is not a
+    // batch that will never complete.
+    let waited = crate::vidsch::legacy::wait_for(a, limit, || {
         let done = host.paging_completed(a, node, last);
-        {
-            let mut f = lock(&a.mm.in_flight);
-            if f.suspended || !f.batches.contains_key(&seq) {
-                return Ok(Waited::Handed);
-            }
-            if done {
-                f.batches.remove(&seq);
-                return Ok(Waited::Done);
-            }
+        let mut f = lock(&a.mm.in_flight);
+        if f.suspended || !f.batches.contains_key(&seq) {
+            return Some(Waited::Handed);
         }
-        if !completion.wait_past(seen, deadline) {
-            lock(&a.mm.in_flight).batches.remove(&seq);
-            return Err(not_completed(node, last));
+        if done {
+            f.batches.remove(&seq);
+            return Some(Waited::Done);
         }
-    }
+        None
+    })?;
+    waited.ok_or_else(|| {
+        lock(&a.mm.in_flight).batches.remove(&seq);
+        not_completed(node, last)
+    })
 }
 
 fn not_completed(node: u32, id: u32) -> SimError {

@@ -35,6 +35,7 @@ use crate::adapter::ddi::{self, At};
 use crate::adapter::waiter::Waiter;
 use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{vidsch, BugCheck};
+use crate::base::clock::MachineTime;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -564,18 +565,32 @@ pub(crate) fn fences(a: &AdapterShared, node: u32) -> (u32, u32) {
     (n.s, n.c)
 }
 
-/// Threaded machine: waits until `node`'s last completed fence ID reaches `id`, sleeping on
-/// VidSch's completion event between looks (`crate::state::vidsch::CompletionEvent`);
-/// whether it did before `timeout`, the OS's wait limit. A halted machine's fault is the
-/// answer as soon as it halts.
+/// Threaded machine: waits until `node`'s last completed fence ID reaches `id` ([`wait_for`]);
+/// whether it did within `limit` of the machine's time.
 pub(crate) fn wait_completed(
     a: &AdapterShared,
     node: u32,
     id: u32,
-    timeout: Duration,
+    limit: Duration,
 ) -> Result<bool, SimError> {
-    let deadline = Instant::now() + timeout;
     let sh = tdr::shared(a);
+    let done = wait_for(a, limit, || (lock(&sh.os).node(node).c >= id).then_some(()))?;
+    Ok(done.is_some())
+}
+
+/// Threaded machine: asks `look` until it answers, sleeping on VidSch's completion event
+/// between looks (`crate::state::vidsch::CompletionEvent`), every look counted
+/// ([`paging_wait_looks`]). `None` once `limit` of the machine's time passed without an
+/// answer: the GPU ran that long and the work still did not finish (with TDR on, recovery
+/// retires hung work long before). A GPU thread the host starves does not use it up. A halted
+/// machine's fault is the answer as soon as it halts.
+pub(crate) fn wait_for<T>(
+    a: &AdapterShared,
+    limit: Duration,
+    mut look: impl FnMut() -> Option<T>,
+) -> Result<Option<T>, SimError> {
+    let clock = MachineTime::new(a.emulated.as_ref().map(|d| d.run_clock()));
+    let end = clock.now().saturating_add(limit);
     let completion = &a.sch.completion;
     loop {
         let seen = completion.generation();
@@ -585,12 +600,16 @@ pub(crate) fn wait_completed(
         if let Some(f) = a.state.fault() {
             return Err(f.into());
         }
-        if lock(&sh.os).node(node).c >= id {
-            return Ok(true);
+        if let Some(v) = look() {
+            return Ok(Some(v));
         }
-        if !completion.wait_past(seen, deadline) {
-            return Ok(false);
+        let left = end.saturating_sub(clock.now());
+        if left.is_zero() {
+            return Ok(None);
         }
+        // The machine's time never runs ahead of the host's: `left` of host time is the
+        // soonest the limit can be reached (a wake-up before it only looks again).
+        completion.wait_past(seen, Instant::now() + left);
     }
 }
 
