@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::base::clock::MachineTime;
 use crate::ob::KmtHandle;
 use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::interrupt::DXGK_INTERRUPT_TYPE;
@@ -305,9 +306,8 @@ pub(crate) struct TdrOs {
     pub enabled: bool,
     pub step: bool,
     pub config: TdrConfig,
-    pub start: Instant,
-    /// The emulated GPU's run time ([`Self::now`]); `None` for a board without one.
-    pub run_clock: Option<RunClock>,
+    /// Threaded mode's clock ([`Self::now`]).
+    pub clock: MachineTime,
     pub rounds: u64,
     pub nodes: Vec<NodeSched>,
     pub(super) isr: Vec<(u32, Report)>,
@@ -343,8 +343,7 @@ impl TdrOs {
             enabled: false,
             step: true,
             config: TdrConfig::default(),
-            start: Instant::now(),
-            run_clock,
+            clock: MachineTime::new(run_clock),
             rounds: 0,
             nodes: Vec::new(),
             isr: Vec::new(),
@@ -362,22 +361,17 @@ impl TdrOs {
     }
 
     /// The TDR's clock: rounds in step mode; in threaded mode milliseconds of the machine's
-    /// time, which stands still while the host does not run the emulated GPU's thread. Windows
-    /// times its nodes on the wall clock (`M:VidSchiCheckHwProgress` @0x1400B5C20 compares
-    /// deadlines with `KeQueryPerformanceCounter` in 100 ns), but a real GPU is never
-    /// descheduled: here the GPU runs
-    /// on a host thread a loaded host may starve for longer than the timeout, and counting
-    /// that as "the GPU did not move" would reset innocent work. A board whose device runs
-    /// in another process (no run clock) is timed on the wall clock.
+    /// time ([`MachineTime`]), which stands still while the host does not run the emulated
+    /// GPU's thread. Windows times its nodes on the wall clock (`M:VidSchiCheckHwProgress`
+    /// @0x1400B5C20 compares deadlines with `KeQueryPerformanceCounter` in 100 ns), but a real
+    /// GPU is never descheduled: here the GPU runs on a host thread a loaded host may starve
+    /// for longer than the timeout, and counting that as "the GPU did not move" would reset
+    /// innocent work.
     pub fn now(&self) -> u64 {
         if self.step {
             return self.rounds;
         }
-        let t = match &self.run_clock {
-            Some(c) => c.elapsed(),
-            None => self.start.elapsed(),
-        };
-        u64::try_from(t.as_millis()).unwrap_or(u64::MAX)
+        u64::try_from(self.clock.now().as_millis()).unwrap_or(u64::MAX)
     }
 
     pub(super) fn timeout(&self) -> u64 {
