@@ -104,7 +104,7 @@ c_type! {
         pub GpuVirtualAddress: D3DGPU_VIRTUAL_ADDRESS,
         /// In: the residency priority (the union's other arm is an 8-byte `Unused`).
         #[offset(48)]
-        pub Priority: ULONG,
+        pub Priority: UINT,
         /// The union's upper half.
         #[offset(52)]
         pub Padding2: UINT,
