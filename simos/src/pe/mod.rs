@@ -264,7 +264,7 @@ impl Loaded {
     }
 }
 
-const STATUS_UNSUCCESSFUL: u64 = ntoskrnl::nt(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL);
+const STATUS_UNSUCCESSFUL: u64 = rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL as u32 as u64;
 
 /// A machine's instance of the image: the shared mapping, and what Windows keeps per loaded
 /// driver — its pool, timers and DPCs, the table it registered, the callback tables it got.

@@ -44,7 +44,7 @@ const STATUS_INVALID_HANDLE: u64 = nt(ntstatus::STATUS_INVALID_HANDLE);
 const STATUS_ACCESS_DENIED: u64 = nt(ntstatus::STATUS_ACCESS_DENIED);
 
 /// `status` as RAX carries it: its 32 bits, zero-extended.
-pub(crate) const fn nt(status: rvgpu_ddi::NTSTATUS) -> u64 {
+const fn nt(status: rvgpu_ddi::NTSTATUS) -> u64 {
     status as u32 as u64
 }
 

@@ -23,8 +23,7 @@ const KEY_VALUE_PARTIAL_INFORMATION: u64 = 2;
 /// `FIELD_OFFSET(KEY_VALUE_PARTIAL_INFORMATION, Data)`: `TitleIndex`, `Type`, `DataLength`.
 const PARTIAL_HEADER: usize = 12;
 /// `STATUS_BUFFER_OVERFLOW`, a warning: the fixed part is written, the data is not.
-const STATUS_BUFFER_OVERFLOW: u64 =
-    crate::pe::ntoskrnl::nt(rvgpu_ddi::ntstatus::STATUS_BUFFER_OVERFLOW);
+const STATUS_BUFFER_OVERFLOW: u64 = rvgpu_ddi::ntstatus::STATUS_BUFFER_OVERFLOW as u32 as u64;
 /// Kernel handles have the top bit set; the index is a multiple of 4.
 const KERNEL_HANDLE_BASE: u64 = 0xFFFF_FFFF_8000_0000;
 
