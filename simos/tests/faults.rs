@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::tdr::{all_done, process_with_context, resets};
 use common::*;
 use std::time::Duration;
 
@@ -22,7 +23,8 @@ use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::SimError;
 use rvgpu_simos::{
-    Machine, Mode, NativeFence, NativeFenceDesc, Notification, TdrEvent, UmsProcess, WaitOutcome,
+    Cause, Machine, Mode, NativeFence, NativeFenceDesc, Notification, TdrEvent, UmsProcess,
+    WaitOutcome,
 };
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, KmtHandle};
 use rvgpu_umd::submit::{KernelQueue, SubmitError, UserQueue};
@@ -823,6 +825,91 @@ fn dead_bus_without_pnp_ends_in_video_tdr_failure() {
     assert!(k.create_allocation(4096).is_err(), "the machine stopped");
     let b = m.bugcheck().expect("bug check");
     tdr_failure(&m, Err(SimError::Bugcheck(b)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A GPU thread the host starves: TDR-05's timeouts count the machine's time, not the host's.
+
+/// Threaded TDR with Windows-like short timeouts (200 ms, preemption 20 ms) on the node ring.
+fn machine_time_tdr(hang_detect_ticks: u64) -> Machine {
+    let m = machine_with(Mode::Threaded, |a| {
+        a.hwsch_feature = false;
+        a.device.hang_detect_ticks = hang_detect_ticks;
+    });
+    enable_tdr_after(&m, Duration::from_millis(200), Duration::from_millis(20));
+    m
+}
+
+/// TDR-05: a DMA buffer whose GPU thread the host does not run for five timeouts of host
+/// time is not reset: the GPU did not fail to move, it was not run. It completes once the
+/// thread runs again.
+#[test]
+fn tdr_05_a_starved_engine_thread_is_not_reset_on_host_time() {
+    let m = machine_time_tdr(rvgpu_hw::defaults::HANG_DETECT_TICKS);
+    let (p, k, ctx) = process_with_context(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    // Returns once the CMP thread has stopped: the buffer goes in while it is.
+    m.device(0)
+        .unwrap()
+        .starve_cmp_thread(Duration::from_secs(1));
+    let f = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 7)]));
+    run_until(&m, "the starved buffer", |m| all_done(m, 0));
+    assert_eq!(t.mem.load(0), 7);
+    assert_eq!(m.legacy_fences(0, 0), (f, f));
+    assert_eq!(resets(&m), 0, "{:#?}", m.tdr_events(0));
+    assert!(m.tdr_events(0).is_empty(), "{:#?}", m.tdr_events(0));
+    no_fault(&m);
+}
+
+/// TDR-05: a hang the device never reports is still found by the timeout, in machine time:
+/// not while the host starves the GPU's thread (the host's clock would have fired four times
+/// over), and once the thread runs, after the timeout and the preemption timeout.
+#[test]
+fn tdr_05_a_hang_is_detected_after_the_timeout_of_machine_time() {
+    // The device's own hang report after 100 s: only the OS's timeout finds this one.
+    let m = machine_time_tdr(10_000_000_000);
+    let (p, k, ctx) = process_with_context(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    let f1 = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 7)]));
+    run_until(&m, "first fill", |m| all_done(m, 0));
+    let dev = m.device(0).unwrap().clone();
+    let clock = dev.run_clock();
+    let machine = clock.elapsed();
+    let hang = ok(&m, m.submit_legacy(&p, ctx, &[Command::Hang]));
+    assert_eq!(hang, f1 + 1);
+    let host = std::time::Instant::now();
+    dev.starve_cmp_thread(Duration::from_secs(1));
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        m.tdr_events(0).is_empty(),
+        "a timeout during the starvation: {:#?}",
+        m.tdr_events(0)
+    );
+    run_until(&m, "engine reset", |m| resets(m) == 1);
+    assert!(host.elapsed() >= Duration::from_millis(1200));
+    assert!(clock.elapsed() - machine >= Duration::from_millis(220));
+    let ev = m.tdr_events(0);
+    assert!(
+        ev.iter().any(|e| matches!(
+            e,
+            TdrEvent::Detected {
+                node: 0,
+                cause: Cause::DmaTimeout
+            }
+        )),
+        "{ev:#?}"
+    );
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, TdrEvent::Timeout { node: 0 })),
+        "{ev:#?}"
+    );
+    assert!(
+        ev.iter()
+            .any(|e| matches!(e, TdrEvent::Aborted { node: 0, fence, .. } if *fence == hang)),
+        "{ev:#?}"
+    );
+    no_fault(&m);
 }
 
 against_the_pe_image!();

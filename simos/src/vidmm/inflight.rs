@@ -29,9 +29,10 @@
 //! tables stay in VRAM through the reset, so only the updates it dropped are written again.
 
 use std::sync::TryLockError;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::adapter::AdapterShared;
+use crate::base::clock::MachineTime;
 use crate::base::error::SimError;
 use crate::base::lock::{lock, Locked};
 use crate::state::vidmm::residency::State;
@@ -99,9 +100,9 @@ pub(crate) fn wait(host: &dyn Host, a: &AdapterShared, seq: u64) -> Result<Waite
             false => Err(not_completed(node, last)),
         };
     }
-    // The limit is the machine's time (`legacy::wait_for`): a starved GPU thread is not a
+    // The limit is the machine's time ([`wait_for`]): a starved GPU thread is not a
     // batch that will never complete.
-    let waited = crate::vidsch::legacy::wait_for(a, limit, || {
+    let waited = wait_for(a, limit, || {
         let done = host.paging_completed(a, node, last);
         let mut f = lock(&a.mm.in_flight);
         if f.suspended || !f.batches.contains_key(&seq) {
@@ -117,6 +118,41 @@ pub(crate) fn wait(host: &dyn Host, a: &AdapterShared, seq: u64) -> Result<Waite
         lock(&a.mm.in_flight).batches.remove(&seq);
         not_completed(node, last)
     })
+}
+
+/// Threaded machine: asks `look` until it answers, sleeping on VidSch's completion event
+/// between looks (`crate::state::vidsch::CompletionEvent`), every look counted
+/// (`crate::vidsch::legacy::paging_wait_looks`). `None` once `limit` of the machine's time passed without an
+/// answer: the GPU ran that long and the work still did not finish (with TDR on, recovery
+/// retires hung work long before). A GPU thread the host starves does not use it up. A halted
+/// machine's fault is the answer as soon as it halts.
+pub(crate) fn wait_for<T>(
+    a: &AdapterShared,
+    limit: Duration,
+    mut look: impl FnMut() -> Option<T>,
+) -> Result<Option<T>, SimError> {
+    let clock = MachineTime::new(a.emulated.as_ref().map(|d| d.run_clock()));
+    let end = clock.now().saturating_add(limit);
+    let completion = &a.sch.completion;
+    loop {
+        let seen = completion.generation();
+        completion
+            .looks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(f) = a.state.fault() {
+            return Err(f.into());
+        }
+        if let Some(v) = look() {
+            return Ok(Some(v));
+        }
+        let left = end.saturating_sub(clock.now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        // The machine's time never runs ahead of the host's: `left` of host time is the
+        // soonest the limit can be reached (a wake-up before it only looks again).
+        completion.wait_past(seen, Instant::now() + left);
+    }
 }
 
 fn not_completed(node: u32, id: u32) -> SimError {

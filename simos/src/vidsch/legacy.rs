@@ -35,7 +35,6 @@ use crate::adapter::ddi::{self, At};
 use crate::adapter::waiter::Waiter;
 use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{vidsch, BugCheck};
-use crate::base::clock::MachineTime;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -565,7 +564,8 @@ pub(crate) fn fences(a: &AdapterShared, node: u32) -> (u32, u32) {
     (n.s, n.c)
 }
 
-/// Threaded machine: waits until `node`'s last completed fence ID reaches `id` ([`wait_for`]);
+/// Threaded machine: waits until `node`'s last completed fence ID reaches `id`
+/// ([`crate::vidmm::inflight::wait_for`]);
 /// whether it did within `limit` of the machine's time.
 pub(crate) fn wait_completed(
     a: &AdapterShared,
@@ -574,43 +574,10 @@ pub(crate) fn wait_completed(
     limit: Duration,
 ) -> Result<bool, SimError> {
     let sh = tdr::shared(a);
-    let done = wait_for(a, limit, || (lock(&sh.os).node(node).c >= id).then_some(()))?;
+    let done = crate::vidmm::inflight::wait_for(a, limit, || {
+        (lock(&sh.os).node(node).c >= id).then_some(())
+    })?;
     Ok(done.is_some())
-}
-
-/// Threaded machine: asks `look` until it answers, sleeping on VidSch's completion event
-/// between looks (`crate::state::vidsch::CompletionEvent`), every look counted
-/// ([`paging_wait_looks`]). `None` once `limit` of the machine's time passed without an
-/// answer: the GPU ran that long and the work still did not finish (with TDR on, recovery
-/// retires hung work long before). A GPU thread the host starves does not use it up. A halted
-/// machine's fault is the answer as soon as it halts.
-pub(crate) fn wait_for<T>(
-    a: &AdapterShared,
-    limit: Duration,
-    mut look: impl FnMut() -> Option<T>,
-) -> Result<Option<T>, SimError> {
-    let clock = MachineTime::new(a.emulated.as_ref().map(|d| d.run_clock()));
-    let end = clock.now().saturating_add(limit);
-    let completion = &a.sch.completion;
-    loop {
-        let seen = completion.generation();
-        completion
-            .looks
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Some(f) = a.state.fault() {
-            return Err(f.into());
-        }
-        if let Some(v) = look() {
-            return Ok(Some(v));
-        }
-        let left = end.saturating_sub(clock.now());
-        if left.is_zero() {
-            return Ok(None);
-        }
-        // The machine's time never runs ahead of the host's: `left` of host time is the
-        // soonest the limit can be reached (a wake-up before it only looks again).
-        completion.wait_past(seen, Instant::now() + left);
-    }
 }
 
 /// Times VidMm's paging waits on `a` looked at their fence (`wait_completed`).
