@@ -29,9 +29,11 @@ pub enum Refused {
 /// Where a batch's words go, a whole packet at a time: room is checked once per packet, and
 /// no word is stored beyond it.
 pub trait WordSink {
-    /// Stores `words`, one packet; `false` (nothing stored) when they do not fit. Stores no
-    /// more than the length `words` reported, whatever it yields.
-    fn packet<W: ExactSizeIterator<Item = u64>>(&mut self, words: W) -> bool;
+    /// Stores `words`, one packet; `false` (nothing stored) when they do not fit.
+    fn packet(&mut self, words: &[u64]) -> bool;
+    /// Stores one packet given as dword pairs, low half first (`dwords.len() / 2` words; an
+    /// odd last dword is not stored); `false` (nothing stored) when they do not fit.
+    fn pairs(&mut self, dwords: &[u32]) -> bool;
     /// Stores a NOP of `len` words (its header, then zeros); `false` (nothing stored) when it
     /// does not fit.
     fn nop(&mut self, len: u16) -> bool;
@@ -95,7 +97,7 @@ fn emit<S: WordSink, const N: usize>(
     if let Some(first) = words.first_mut() {
         *first = header(op, flags, N as u16);
     }
-    if out.packet(words.into_iter()) {
+    if out.packet(&words) {
         Ok(())
     } else {
         Err(Refused::Room)
@@ -210,7 +212,7 @@ pub struct Dwords<'a>(pub &'a [u32]);
 
 /// The 64-bit word of a (low, high) dword pair at `at` dwords into `d`.
 #[inline(always)]
-fn pair(d: &[u32], at: usize) -> Option<u64> {
+pub(crate) fn pair(d: &[u32], at: usize) -> Option<u64> {
     match d.get(at..at.checked_add(2)?)? {
         &[lo, hi] => Some(u64::from(lo) | (u64::from(hi) << 32)),
         _ => None,
@@ -278,7 +280,7 @@ impl Packets for Dwords<'_> {
                 // Padding goes out as zeros, whatever the caller left in it.
                 out.nop(h.len)
             } else {
-                out.packet(words.chunks_exact(2).map(|p| pair(p, 0).unwrap_or(0)))
+                out.pairs(words)
             };
             if !stored {
                 return Err(Refused::Room);
@@ -332,15 +334,22 @@ mod tests {
     }
 
     impl WordSink for VecSink {
-        fn packet<W: ExactSizeIterator<Item = u64>>(&mut self, words: W) -> bool {
+        fn packet(&mut self, words: &[u64]) -> bool {
             match self.room.checked_sub(words.len() as u64) {
                 Some(r) => {
                     self.room = r;
-                    self.words.extend(words);
+                    self.words.extend_from_slice(words);
                     true
                 }
                 None => false,
             }
+        }
+        fn pairs(&mut self, dwords: &[u32]) -> bool {
+            let words: Vec<u64> = dwords
+                .chunks_exact(2)
+                .map(|p| pair(p, 0).unwrap())
+                .collect();
+            self.packet(&words)
         }
         fn nop(&mut self, len: u16) -> bool {
             match self.room.checked_sub(u64::from(len)) {

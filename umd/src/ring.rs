@@ -259,7 +259,7 @@ impl<M: RingMemory> RingWriter<M> {
             budget: WordBudget::new(room / 8),
         };
         batch.store(&mut sink)?;
-        if !sink.packet(tail.iter().copied()) {
+        if !sink.packet(tail) {
             return Err(Refused::Room);
         }
         self.write_ptr = sink.ptr;
@@ -302,13 +302,23 @@ impl<M: RingMemory> RingSink<'_, M> {
 
 impl<M: RingMemory> WordSink for RingSink<'_, M> {
     #[inline(always)]
-    fn packet<W: ExactSizeIterator<Item = u64>>(&mut self, words: W) -> bool {
-        let n = words.len();
-        if !self.budget.take(n as u64) {
+    fn packet(&mut self, words: &[u64]) -> bool {
+        if !self.budget.take(words.len() as u64) {
             return false;
         }
-        for w in words.take(n) {
+        for &w in words {
             self.store(w);
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn pairs(&mut self, dwords: &[u32]) -> bool {
+        if !self.budget.take((dwords.len() / 2) as u64) {
+            return false;
+        }
+        for p in dwords.chunks_exact(2) {
+            self.store(crate::packets::pair(p, 0).unwrap_or(0));
         }
         true
     }

@@ -62,13 +62,23 @@ impl<M: AllocationCpu> BufferSink<'_, M> {
 
 impl<M: AllocationCpu> WordSink for BufferSink<'_, M> {
     #[inline(always)]
-    fn packet<W: ExactSizeIterator<Item = u64>>(&mut self, words: W) -> bool {
-        let n = words.len();
-        if !self.budget.take(n as u64) {
+    fn packet(&mut self, words: &[u64]) -> bool {
+        if !self.budget.take(words.len() as u64) {
             return false;
         }
-        for w in words.take(n) {
+        for &w in words {
             self.store(w);
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn pairs(&mut self, dwords: &[u32]) -> bool {
+        if !self.budget.take((dwords.len() / 2) as u64) {
+            return false;
+        }
+        for p in dwords.chunks_exact(2) {
+            self.store(crate::packets::pair(p, 0).unwrap_or(0));
         }
         true
     }
