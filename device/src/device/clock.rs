@@ -79,7 +79,8 @@ pub(crate) const STEP_ALLOWANCE: Duration = Duration::from_millis(5);
 /// waited of its own accord, not time its CMP thread was ready but not scheduled by the host.
 /// The CMP thread credits it ([`RunWriter`]); a reader between two credits sees the host time
 /// since the last one, up to what that step may count, so it never gets ahead of the CMP
-/// thread. A timeout meaning "the GPU did not move" is measured on it (the simulated OS's
+/// thread, and readers never see it run backwards (a reader's host time is taken after it has
+/// seen the last credit, the writer's after it has begun the next). A timeout meaning "the GPU did not move" is measured on it (the simulated OS's
 /// TDR). It stands still before the CMP thread starts and after it stops.
 #[derive(Clone, Debug)]
 pub struct RunClock(Arc<RunShared>);
@@ -95,8 +96,6 @@ struct RunShared {
     stamp: AtomicU64,
     /// Host nanoseconds after `stamp` the machine may count before the CMP thread runs again.
     allow: AtomicU64,
-    /// Largest value read so far (two readers never see time run backwards).
-    last: AtomicU64,
 }
 
 fn ns(d: Duration) -> u64 {
@@ -111,7 +110,6 @@ impl RunClock {
             base: AtomicU64::new(0),
             stamp: AtomicU64::new(0),
             allow: AtomicU64::new(0),
-            last: AtomicU64::new(0),
         }))
     }
 
@@ -122,10 +120,14 @@ impl RunClock {
 
     fn now_ns(&self) -> u64 {
         let s = &self.0;
-        let (base, stamp, allow) = loop {
+        // Plain loads on x86 (no locked instruction): this is read on the submission path.
+        let (host, base, stamp, allow) = loop {
             let before = s.seq.load(Ordering::Acquire);
             if before & 1 == 0 {
+                // Taken after the credit it is measured from was published.
+                let host = ns(s.origin.elapsed());
                 let v = (
+                    host,
                     s.base.load(Ordering::Relaxed),
                     s.stamp.load(Ordering::Relaxed),
                     s.allow.load(Ordering::Relaxed),
@@ -139,9 +141,7 @@ impl RunClock {
             // The writer is between its stores (or was descheduled there): let it finish.
             std::thread::yield_now();
         };
-        let host = ns(s.origin.elapsed());
-        let t = base.saturating_add(host.saturating_sub(stamp).min(allow));
-        s.last.fetch_max(t, Ordering::Relaxed).max(t)
+        base.saturating_add(host.saturating_sub(stamp).min(allow))
     }
 
     /// The CMP thread's side, continuing from the time read now (a restarted thread never
@@ -152,10 +152,12 @@ impl RunClock {
             clock: self.clone(),
             seq: self.0.seq.load(Ordering::Relaxed),
             base,
-            stamp: ns(self.0.origin.elapsed()),
+            stamp: 0,
             allow: 0,
         };
-        w.publish();
+        w.begin();
+        w.stamp = ns(self.0.origin.elapsed());
+        w.end();
         w
     }
 }
@@ -173,21 +175,28 @@ impl RunWriter {
     /// Credits the host time since the last call, up to what was allowed for it, and allows
     /// `next` for the stretch that starts now (a step, or a step and the wait it asks for).
     pub(crate) fn tick(&mut self, next: Duration) {
+        self.begin();
+        // Taken once readers can no longer validate the previous credit.
         let host = ns(self.clock.0.origin.elapsed());
         let spent = host.saturating_sub(self.stamp);
         self.base = self.base.saturating_add(spent.min(self.allow));
         self.stamp = host;
         self.allow = ns(next);
-        self.publish();
+        self.end();
     }
 
-    fn publish(&mut self) {
-        let s = &self.clock.0;
-        // Plain stores on x86 (no locked instruction): the writer is one thread.
+    /// Makes `seq` odd: readers retry until [`Self::end`]. Plain stores on x86 (no locked
+    /// instruction): the writer is one thread.
+    fn begin(&mut self) {
         self.seq = self.seq.wrapping_add(1);
-        s.seq.store(self.seq, Ordering::Relaxed);
-        // Release fence: a reader that sees a stored value below also sees `seq` odd.
+        self.clock.0.seq.store(self.seq, Ordering::Relaxed);
+        // Release fence: a reader that sees a value stored after this also sees `seq` odd.
         std::sync::atomic::fence(Ordering::Release);
+    }
+
+    /// Publishes the credit and makes `seq` even again.
+    fn end(&mut self) {
+        let s = &self.clock.0;
         s.base.store(self.base, Ordering::Relaxed);
         s.stamp.store(self.stamp, Ordering::Relaxed);
         s.allow.store(self.allow, Ordering::Relaxed);
