@@ -54,3 +54,35 @@ impl InFlight {
         self.ends.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// UM-16: the batch a full ring waits for is the first that ends at or past the room it
+    /// needs; with more batches in the ring than slots, a later one that still frees it.
+    #[test]
+    fn um_16_the_batch_waited_for_frees_the_room() {
+        // 64 ring words, closing packets of 2: 32 slots.
+        let mut f = InFlight::new(64, 2);
+        assert_eq!(f.slots(), 32);
+        assert_eq!(f.first_ending_at(8, 0), None, "nothing submitted");
+        for v in 1..=10u64 {
+            f.record(v, 24 * v);
+        }
+        assert_eq!(f.first_ending_at(0, 10), Some(1));
+        assert_eq!(f.first_ending_at(48, 10), Some(2));
+        assert_eq!(f.first_ending_at(49, 10), Some(3));
+        assert_eq!(f.first_ending_at(241, 10), None, "past the last batch");
+        // 40 batches of 16 bytes: the first 8 are forgotten, the oldest kept is named.
+        let mut f = InFlight::new(64, 2);
+        for v in 1..=40u64 {
+            f.record(v, 16 * v);
+        }
+        assert_eq!(f.first_ending_at(16, 40), Some(9));
+        assert_eq!(f.first_ending_at(16 * 20, 40), Some(20));
+        // A huge ring keeps at most MAX_BATCHES.
+        assert_eq!(InFlight::new(u64::MAX, 2).slots(), MAX_BATCHES);
+        assert_eq!(InFlight::new(1, 5).slots(), 1);
+    }
+}
