@@ -465,7 +465,7 @@ mod tests {
             h.thunk_failure(STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE),
             Failure::DdiFailed(STATUS_DEVICE_REMOVED.0)
         );
-        let other = NtStatus(0xC000_000D_u32 as i32);
+        let other = NtStatus(rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER);
         assert_eq!(h.thunk_failure(other), Failure::DdiFailed(other.0));
     }
 

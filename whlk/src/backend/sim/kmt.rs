@@ -9,6 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_HANDLE, STATUS_UNSUCCESSFUL};
 use rvgpu_simos::kmt::{SimDoorbell, SimFence, SimKmt, SimMem};
 use rvgpu_simos::{Machine, MonitoredFence, SimError, UmsProcess, WaitOutcome};
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
@@ -210,14 +211,11 @@ impl Kmt for SessKmt {
     }
 }
 
-/// `STATUS_INVALID_HANDLE`: a handle this process does not hold.
-const STATUS_INVALID_HANDLE: NtStatus = NtStatus(0xC000_0008_u32 as i32);
-
 fn sim_status(e: SimError) -> NtStatus {
     match e {
         SimError::DdiFailed(s) => NtStatus(s),
         // A halted machine: the session reports the fault itself (`KmtMachine::fault`).
-        _ => NtStatus(0xC000_0001_u32 as i32),
+        _ => NtStatus(STATUS_UNSUCCESSFUL),
     }
 }
 
@@ -292,7 +290,10 @@ impl KmtSync for SessKmt {
                 .map(fence_wait)
                 .map_err(sim_status);
         }
-        let f = self.monitored_fence(fence).ok_or(STATUS_INVALID_HANDLE)?;
+        // A handle this process does not hold.
+        let f = self
+            .monitored_fence(fence)
+            .ok_or(NtStatus(STATUS_INVALID_HANDLE))?;
         self.m
             .wait_monitored_fence(&f, value, timeout)
             .map(fence_wait)
@@ -315,7 +316,7 @@ impl TestThunks for SessKmt {
         let (m, p) = self.parts();
         let st = m
             .escape_build_test_command_buffer(p.adapter, p.pid, data, dma, private)
-            .map_err(|_| NtStatus(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL))?;
+            .map_err(|_| NtStatus(STATUS_UNSUCCESSFUL))?;
         if st == 0 {
             Ok(())
         } else {
@@ -353,6 +354,6 @@ impl TestThunks for SessKmt {
                 ..rvgpu_simos::TdrConfig::default()
             },
         )
-        .map_err(|_| NtStatus(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL))
+        .map_err(|_| NtStatus(STATUS_UNSUCCESSFUL))
     }
 }
