@@ -63,10 +63,6 @@ KNOWN = {
         ),
     ],
     "whlk/src": [
-        (
-            "backend::kmt backend::kmt::fences backend::kmt::hooks backend::kmt::logs "
-            "backend::kmt::remote backend::kmt::umd"
-        ),
         "backend backend::caps backend::session backend::testing",
     ],
 }

@@ -15,8 +15,8 @@
 //! `kmt/dll_umd.rs` and `kmt/dll_usermode.rs`. The capabilities on the seam are implemented
 //! here once for every backend that has the primitives: [`AllocationUsage`],
 //! [`GpuVaPlacement`], [`UserModeSubmission`] (a `WaitAtLeast` is a GPU wait on a gate,
-//! `submit_work`, and a CPU write releases it, `write_word`) and [`Fences`](super::Fences)
-//! (`fences`), over the tables the session keeps for them ([`AppObjects`]).
+//! `submit_work`, and a CPU write releases it, `write_word`), [`Fences`](super::Fences) and
+//! [`CrossAdapterFences`](super::CrossAdapterFences) (`fences`), over the tables the session keeps for them ([`AppObjects`]).
 //!
 //! A new observation of a capability on the seam is its method in `caps` and its body here; a
 //! primitive is added to both implementations only when the observation needs a UMD call the
@@ -38,9 +38,7 @@ use super::{
     Work,
 };
 
-pub(crate) use fences::{
-    append_to_gpu_queue, fence_process, open_native_fence_in, AppFence, GpuQueue, Pending, Waiter,
-};
+pub(crate) use fences::{append_to_gpu_queue, fence_process, AppFence, GpuQueue, Pending, Waiter};
 
 /// A gate: GPU waits on word `offset` of buffer `buffer` are waits on `fence`, a native fence
 /// of the buffer's process that a CPU write of the word signals to the value written (the

@@ -1,6 +1,6 @@
-//! [`Fences`] on the seam: native fences made, shared, waited on and signalled through the
-//! UMD, and GPU queues (user-mode queues of the fence's process) whose batches signal and wait
-//! on them. Written once for every [`AppUmd`]; the backends supply the fence calls.
+//! [`Fences`] and [`CrossAdapterFences`] on the seam: native fences made, shared, waited on
+//! and signalled through the UMD, and GPU queues (user-mode queues of the fence's process)
+//! whose batches signal and wait on them. Written once for every [`AppUmd`]; the backends supply the fence calls.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -11,8 +11,8 @@ use rvgpu_hw::cmd::Command;
 
 use super::{AppMappings, AppObjects, AppUmd, FenceId, QueueOp};
 use crate::backend::{
-    nth, nth_mut, EventRef, Failure, FenceRef, Fences, NewFence, NewQueue, ProcessRef, QueueRef,
-    UmQueueRef, UserModeSubmission, WaitResult,
+    nth, nth_mut, CrossAdapterFences, EventRef, Failure, FenceRef, Fences, MonitoredRef, NewFence,
+    NewQueue, ProcessRef, QueueRef, UmQueueRef, UserModeSubmission, WaitResult,
 };
 
 /// A native fence of [`Fences`]: its process, the UMD's fence, and whether the case destroyed
@@ -177,7 +177,7 @@ pub(crate) fn append_to_gpu_queue<B, V, F, E>(
 
 /// Opens native fence `f` in the case's `process` on adapter `i` (the fence's own adapter, or
 /// another for a cross-adapter fence, NF-16): shared by NT handle and opened there.
-pub(crate) fn open_native_fence_in<S: AppUmd + UserModeSubmission>(
+fn open_native_fence_in<S: AppUmd + UserModeSubmission>(
     s: &mut S,
     f: FenceRef,
     i: usize,
@@ -299,5 +299,33 @@ impl<S: AppMappings + UserModeSubmission> Fences for S {
             self.queue_info(gq.queue)
                 .is_ok_and(|i| i.completed >= gq.last)
         })
+    }
+}
+
+/// A fence shared with a device of another adapter, as a program on Windows shares it: shared
+/// by NT handle from the fence's process and opened by the process on the other adapter
+/// (NF-16).
+impl<S: AppMappings + UserModeSubmission> CrossAdapterFences for S {
+    fn open_native_fence_on(
+        &mut self,
+        f: FenceRef,
+        adapter: usize,
+        process: u32,
+    ) -> Result<FenceRef, Failure> {
+        open_native_fence_in(self, f, adapter, process)
+    }
+
+    /// Needs an adapter without native fences beside one with them, a machine configuration
+    /// (the seed's legacy iGPU) that neither the simulated platform nor a test machine's
+    /// `rvgpu-vfu` builds.
+    fn open_native_fence_as_monitored(
+        &mut self,
+        _f: FenceRef,
+        _adapter: usize,
+        _process: u32,
+    ) -> Result<MonitoredRef, Failure> {
+        Err(Failure::Unsupported(
+            "an adapter without native fences beside one with them (a legacy iGPU)".into(),
+        ))
     }
 }

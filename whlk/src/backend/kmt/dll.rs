@@ -19,6 +19,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_simos::pe::cpu::Stop;
 use rvgpu_simos::pe::umd::{UmdImage, UserProcess};
 use rvgpu_simos::Machine;
@@ -37,8 +38,6 @@ pub(super) const TIMEOUT: u64 = 4;
 pub(super) const WAS_STILL_DRAWING: u64 = 7;
 /// `RVGPU_LOCK_READ`, `RVGPU_LOCK_WRITE`.
 pub(super) const LOCK_READ: u64 = 0x1;
-/// `STATUS_DEVICE_REMOVED`.
-pub(super) const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
 pub(super) const LOCK_WRITE: u64 = 0x2;
 
 pub(super) fn status_name(s: u64) -> &'static str {
@@ -236,7 +235,7 @@ pub(super) struct DllSession {
     /// The application's own D3D devices beside the DLL's, and the monitored fences it made
     /// on them (`dll_monitored`).
     pub(super) own_devices: Vec<super::dll_state::DDevice>,
-    pub(super) monitored: Vec<super::dll_state::DMonitored>,
+    pub(super) monitored: Vec<super::monitored::OwnMonitored<crate::backend::sim::kmt::SessKmt>>,
 }
 
 impl DllSession {

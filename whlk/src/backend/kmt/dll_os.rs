@@ -270,11 +270,11 @@ impl DllSession {
         mut f: impl FnMut(&dyn super::sync::TestThunks) -> Result<T, rvgpu_umd::kmt::NtStatus>,
     ) -> Result<T, Failure> {
         let k = self.hooks_device(i)?;
-        match f(super::hooks::thunks(&*k)?) {
+        match f(super::kmd_calls::thunks(&*k)?) {
             Err(s) if s == rvgpu_umd::kmt::STATUS_DEVICE_REMOVED => {
                 self.hooks_device = None;
                 let k = self.hooks_device(i)?;
-                f(super::hooks::thunks(&*k)?)
+                f(super::kmd_calls::thunks(&*k)?)
                     .map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0)))
             }
             r => r.map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0))),
@@ -290,11 +290,11 @@ impl crate::backend::KmdJournal for DllSession {
         i: usize,
         from: u64,
     ) -> Result<Vec<rvgpu_hw::testhooks::JournalRecord>, Failure> {
-        self.on_hooks_device(i, |t| super::hooks::read_journal(t, from))
+        self.on_hooks_device(i, |t| super::kmd_calls::read_journal(t, from))
     }
 
     fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure> {
-        self.on_hooks_device(i, super::hooks::read_dbg_info)
+        self.on_hooks_device(i, super::kmd_calls::read_dbg_info)
     }
 }
 
@@ -308,7 +308,7 @@ impl crate::backend::KmdFaults for DllSession {
     ) -> Result<(), Failure> {
         let mut refused = None;
         let r = self.on_hooks_device(i, |t| {
-            super::hooks::arm(t, op, node).or_else(|e| match e {
+            super::kmd_calls::arm(t, op, node).or_else(|e| match e {
                 Failure::DdiFailed(s) => Err(rvgpu_umd::kmt::NtStatus(s)),
                 other => {
                     refused = Some(other);

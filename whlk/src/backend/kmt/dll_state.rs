@@ -4,9 +4,6 @@
 
 use std::sync::Arc;
 
-use rvgpu_umd::kmt::KmtHandle;
-
-use super::KmtSync;
 use crate::backend::app::{AppObjects, Waiter};
 use crate::backend::sim::kmt::SessKmt;
 
@@ -42,12 +39,4 @@ pub(super) struct DDevice {
     /// The case's process (an index of the session's processes).
     pub(super) process: usize,
     pub(super) kmt: Arc<SessKmt>,
-}
-
-/// A monitored fence the application made on its own device.
-pub(super) struct DMonitored {
-    pub(super) process: usize,
-    pub(super) handle: KmtHandle,
-    pub(super) value_gpu: u64,
-    pub(super) value: <SessKmt as KmtSync>::Value,
 }

@@ -27,6 +27,7 @@ use super::dll::{
     WAS_STILL_DRAWING,
 };
 use super::dll_state::{DEvent, DllFence, DllObjects};
+use super::monitored::EVENT_SLICE;
 use crate::backend::app::{AppUmd, QueueOp, Waiter};
 use crate::backend::{
     BufferRef, Failure, FenceRef, FenceValues, LockOutcome, Pages, ProcessRef, TrackedInfo,
@@ -37,8 +38,6 @@ use crate::backend::{
 const INVALID_HANDLE: u64 = 8;
 /// `RVGPU_FENCE_SHAREABLE`.
 const SHAREABLE: u64 = 1;
-/// How long one slice of an event-form wait blocks in the DLL.
-const EVENT_SLICE: Duration = Duration::from_millis(100);
 
 pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)

@@ -5,7 +5,7 @@ use rvgpu_umd::kmt::{FenceCpu, Kmt};
 
 use crate::backend::app::AppMappings;
 use crate::backend::caps::OwnFenceMapping;
-use crate::backend::kmt::umd::KmtFence;
+use crate::backend::kmt::state::KmtFence;
 use crate::backend::kmt::{KmtSession, KmtSync};
 use crate::backend::Failure;
 

@@ -10,13 +10,11 @@
 use std::time::Duration;
 
 use rvgpu_hw::log::{LOG_BUFFER_SIZE, LOG_TYPE_SIGNALS, LOG_TYPE_WAITS};
-use rvgpu_hw::pdd::PDD_MAGIC;
-use rvgpu_hw::testhooks::{TestHookOp, TEST_HOOK_ESCAPE_VERSION};
-use rvgpu_umd::kmt::{FenceCpu, Kmt, NtStatus};
+use rvgpu_umd::kmt::{FenceCpu, Kmt};
 
+use super::kmd_calls::{read_queue_log, thunks};
 use super::remote::RemoteOp;
-use super::sync::TestThunks;
-use super::umd::KmtFence;
+use super::state::KmtFence;
 use super::{KmtSession, KmtSync};
 use crate::backend::app::{AppFence, AppUmd, FenceId, QueueOp};
 use crate::backend::{
@@ -24,52 +22,12 @@ use crate::backend::{
     WaitResult,
 };
 
-/// Bytes of the test-hook escape's header.
-const HEADER: usize = 32;
-
 /// `DXGK_NATIVE_FENCE_LOG_TYPE` of `kind`.
 fn log_type(kind: LogKind) -> u32 {
     match kind {
         LogKind::Wait => LOG_TYPE_WAITS,
         LogKind::Signal => LOG_TYPE_SIGNALS,
     }
-}
-
-/// The KMD's copy of log `log_type` of the queue with device id `queue_id`, through `t` (the
-/// device of the queue's process), with room for `room` bytes: `(bytes, NumberOfEntries)`.
-pub(super) fn read_queue_log(
-    t: &dyn TestThunks,
-    queue_id: u32,
-    log_type: u32,
-    room: usize,
-) -> Result<(Vec<u8>, u64), NtStatus> {
-    // The header (`rvgpu_hw::testhooks::TestHookEscape`, little-endian): magic, version, op,
-    // node (the queue id), seq (in: the log type; out: NumberOfEntries), count, reserved.
-    let mut buf = vec![0u8; HEADER + room];
-    let fields: [(usize, &[u8]); 5] = [
-        (0, &PDD_MAGIC.to_le_bytes()),
-        (4, &TEST_HOOK_ESCAPE_VERSION.to_le_bytes()),
-        (8, &(TestHookOp::QueueLog as u32).to_le_bytes()),
-        (12, &queue_id.to_le_bytes()),
-        (16, &u64::from(log_type).to_le_bytes()),
-    ];
-    for (at, bytes) in fields {
-        if let Some(dst) = buf.get_mut(at..at + bytes.len()) {
-            dst.copy_from_slice(bytes);
-        }
-    }
-    t.escape_driver_private(&mut buf)?;
-    let word = |at: usize, n: usize| {
-        buf.get(at..at + n).map_or(0, |b| {
-            b.iter()
-                .rev()
-                .fold(0u64, |v, byte| (v << 8) | u64::from(*byte))
-        })
-    };
-    let (entries, count) = (word(16, 8), word(24, 4));
-    let n = usize::try_from(count).unwrap_or(0).min(room);
-    let bytes = buf.get(HEADER..HEADER + n).unwrap_or_default().to_vec();
-    Ok((bytes, entries))
 }
 
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
@@ -87,7 +45,7 @@ impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
                 let k = self.queue(q)?;
                 let id = k.q.as_ref().map_or(k.info.queue_id, |u| u.info().queue_id);
                 let (_, kmt) = self.process(ProcessRef(k.process))?;
-                let t = super::hooks::thunks(&*kmt)?;
+                let t = thunks(&*kmt)?;
                 read_queue_log(t, id, log_type(kind), room).map_err(|s| self.status(s))?
             }
         };

@@ -18,7 +18,8 @@
 //! "remove" close it), [`UserModeSubmission`]'s queue operations and churn threads, [`Fences`],
 //! [`AllocationUsage`] (the UMD's tracked buffers) and [`super::GpuVaPlacement`] (the GPU VA
 //! thunks), the last three written once for this backend and the DLL's over the Rust UMD as
-//! their primitive (`umd`, `fences`, `backend::app`), [`super::MonitoredFences`] (`fences`),
+//! their primitive (`umd`, `fences`, `backend::app`), [`super::MonitoredFences`] (written once
+//! for this backend and the DLL's, `monitored`, over each process's device, `fences`),
 //! and [`Tdr`] (the machine's own detection and recovery, `stream`), kernel-mode DMA
 //! contexts and the KMD's test hooks (its journal of a recovery and faults armed in it,
 //! `hooks`; its caps, `kmd_caps`; a queue's native fence logs as it copies them to the queue's
@@ -51,10 +52,13 @@ mod dll_umd;
 mod dll_usermode;
 mod fences;
 mod hooks;
+mod kmd_calls;
 mod kmd_caps;
 mod logs;
+mod monitored;
 pub mod remote;
 pub mod sim;
+mod state;
 mod stream;
 pub mod sync;
 mod umd;
@@ -64,6 +68,7 @@ pub mod windows;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_IO_TIMEOUT, STATUS_TIMEOUT};
 use rvgpu_hw::cmd::Command;
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, Kmt, NtStatus};
 use rvgpu_umd::submit::SubmitError;
@@ -78,11 +83,6 @@ use super::{
     StartedAdapter, Tdr, TdrTimeouts, UmQueueInfo, UmQueueRef, Until, UserModeSubmission, Work,
 };
 use remote::{Pipe, RemoteProcess};
-
-/// `STATUS_TIMEOUT`/`STATUS_IO_TIMEOUT` and `STATUS_DEVICE_REMOVED` as the thunks return them.
-const STATUS_TIMEOUT: i32 = 0x0000_0102;
-const STATUS_IO_TIMEOUT: i32 = 0xC000_00B5_u32 as i32;
-const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
 
 /// Where the D3DKMT backend gets its adapters and thunks.
 pub trait KmtPlatform: Send + Sync {
@@ -304,15 +304,15 @@ struct KmtSession<K: KmtSync + Send + Sync + 'static> {
     buffers: Vec<Option<KBuffer<K>>>,
     queues: Vec<KUmQueue<K>>,
     /// Tracked buffers, GPU VA ranges and gates ([`super::app`]).
-    app: umd::KmtObjects<K>,
+    app: state::KmtObjects<K>,
     /// Legacy monitored fences (native ones, GPU queues and event waits are in `app`).
-    monitored: Vec<fences::KMonitored<K>>,
+    monitored: Vec<monitored::OwnMonitored<K>>,
     /// The paging queue of each process that mapped a GPU VA itself.
     paging_queues: super::gpuva::PagingQueues,
     /// The kernel-mode testing capability's objects ([`super::testing`]).
     testing: super::testing::TestingState<K>,
     /// DMA contexts and the KMD's test-hook devices ([`hooks`]).
-    hooks: hooks::HooksState<K>,
+    hooks: state::HooksState<K>,
     /// The configuration, where it asks something of the device: checked against each
     /// adapter's device as the case starts it.
     device_wish: Option<SessionConfig>,

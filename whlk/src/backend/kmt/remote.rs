@@ -528,7 +528,7 @@ struct Served<K: KmtSync + Send + Sync> {
     queues: BTreeMap<u64, UmdQueue<Arc<K>>>,
     fences: BTreeMap<u64, NativeFence>,
     /// DMA contexts and the command buffers of their submissions.
-    contexts: BTreeMap<u64, super::hooks::LocalContext<K>>,
+    contexts: BTreeMap<u64, super::kmd_calls::LocalContext<K>>,
 }
 
 enum Answer {
@@ -637,7 +637,7 @@ impl<K: KmtSync + Send + Sync> Served<K> {
                     .contexts
                     .get(&id)
                     .ok_or_else(|| Answer::Err(format!("no context {id:x}")))?;
-                let cb = super::hooks::submit_words(&*self.kmt, *h, &w)?;
+                let cb = super::kmd_calls::submit_words(&*self.kmt, *h, &w)?;
                 let va = cb.gpu_va;
                 if let Some((_, cbs)) = self.contexts.get_mut(&id) {
                     cbs.push(cb);
@@ -676,7 +676,8 @@ impl<K: KmtSync + Send + Sync> Served<K> {
                     .ok_or_else(|| Answer::Err("no D3DKMTEscape".into()))?;
                 let log_type =
                     u32::try_from(log_type).map_err(|_| Answer::Err("bad type".into()))?;
-                let (bytes, entries) = super::logs::read_queue_log(t, queue_id, log_type, room)?;
+                let (bytes, entries) =
+                    super::kmd_calls::read_queue_log(t, queue_id, log_type, room)?;
                 let text: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
                 let text = if text.is_empty() { "-".into() } else { text };
                 Ok(format!("{:x} {entries:x} {text}", bytes.len()))

@@ -12,13 +12,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rvgpu_umd::fence::NativeFence;
 use rvgpu_umd::fencelog::Op;
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::usage::{Batch, Buffer, Timeline};
 
+use super::monitored::{slice, spawn_wait, EVENT_SLICE};
+use super::state::{KmtFence, KmtObjects};
 use super::{KmtSession, KmtSync};
-use crate::backend::app::{AppObjects, AppUmd, QueueOp, Waiter};
+use crate::backend::app::{AppUmd, QueueOp, Waiter};
 use crate::backend::gpuva::reserve;
 use crate::backend::tracked::{lock_failure, umd_info, umd_lock};
 use crate::backend::umd_queue::timelines_of;
@@ -26,31 +27,6 @@ use crate::backend::{
     BufferRef, Failure, FenceRef, LockOutcome, Pages, ProcessRef, TrackedInfo, TrackedWork,
     UmQueueRef, WaitResult,
 };
-
-/// The session's objects of the seam, over thunks `K`.
-pub(super) type KmtObjects<K> =
-    AppObjects<Buffer<<K as Kmt>::Mem>, <K as Kmt>::Mem, KmtFence, Waiter>;
-
-/// A native fence of the seam on the D3DKMT backend: this program's, or one that another
-/// process opened, known there by its number.
-pub(crate) enum KmtFence {
-    Here(NativeFence),
-    There(usize),
-}
-
-impl KmtFence {
-    /// This program's fence: a GPU operation of this program's queues needs one.
-    fn here(&self) -> Result<&NativeFence, Failure> {
-        match self {
-            Self::Here(f) => Ok(f),
-            Self::There(_) => Err(Failure::Unsupported(
-                "a GPU operation of this program on another process's fence (only its CPU \
-                 signals, waits and shares are forwarded)"
-                    .into(),
-            )),
-        }
-    }
-}
 
 impl<K: KmtSync + Send + Sync + 'static> KmtSession<K> {
     /// The other process that holds a fence of process `p` (alive).
@@ -258,14 +234,9 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         match f {
             KmtFence::There(id) => {
                 let (r, id) = (self.remote_of_fence(p)?, *id);
-                Ok(super::fences::spawn_remote_wait(r, id, value, stop))
+                Ok(spawn_remote_wait(r, id, value, stop))
             }
-            KmtFence::Here(f) => Ok(super::fences::spawn_wait(
-                self.thunks(p)?,
-                f.kmt,
-                value,
-                stop,
-            )),
+            KmtFence::Here(f) => Ok(spawn_wait(self.thunks(p)?, f.kmt, value, stop)),
         }
     }
 
@@ -327,4 +298,14 @@ impl<K: KmtSync + Send + Sync + 'static> AppUmd for KmtSession<K> {
         let kmt = self.thunks(p.0)?;
         kmt.free_gpu_va(base, bytes).map_err(|s| self.status(s))
     }
+}
+
+/// [`spawn_wait`](super::monitored::spawn_wait) for a fence another process opened: each slice one wait request to it.
+pub(super) fn spawn_remote_wait(
+    r: Arc<super::remote::RemoteProcess>,
+    id: usize,
+    value: u64,
+    stop: &Arc<AtomicBool>,
+) -> Waiter {
+    Waiter::spawn(stop, move || slice(r.wait_fence(id, value, EVENT_SLICE)))
 }
