@@ -251,8 +251,13 @@ fn tdr_01_collect_dbg_info2_level_zero() {
     let h = ok(&m, m.create_process(0));
     let c = ok(&m, m.create_process(0));
     let mut hq = okk(&m, UserQueue::new(m.kmt(&h), &config(0)));
+    // The hang goes in only once the collector has made its first call: the device reports a
+    // hang at once, so a collector the host schedules late would otherwise see none of it.
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
-        let collector = s.spawn(|| {
+        let m_ref = &m;
+        let collector = s.spawn(move || {
+            let m = m_ref;
             let mut n = 0usize;
             while resets(&m) == 0 && n < 100_000 {
                 let (st, b) = ok(&m, m.collect_dbg_info2(0, 4096));
@@ -260,6 +265,9 @@ fn tdr_01_collect_dbg_info2_level_zero() {
                 let hd = tdrdump::header(&b).expect("a whole header");
                 assert_eq!(hd.records, 2);
                 n += 1;
+                if n == 1 {
+                    let _ = started_tx.send(());
+                }
             }
             n
         });
@@ -270,6 +278,7 @@ fn tdr_01_collect_dbg_info2_level_zero() {
                 n += 1;
             }
         });
+        started_rx.recv().expect("the collector's first call");
         okk(&m, hq.submit(&[Command::Hang]));
         run_until(&m, "engine reset", |m| resets(m) == 1);
         churn.join().unwrap();
