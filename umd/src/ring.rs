@@ -113,11 +113,6 @@ impl<M: RingMemory> RingWriter<M> {
         Ok(free)
     }
 
-    /// The read pointer last loaded from ring control (never ahead of the CMP's).
-    pub fn seen_read_ptr(&self) -> u64 {
-        self.read_ptr
-    }
-
     /// Whether `bytes` fit, from the remembered read pointer first and ring control only when
     /// that says they do not (most submissions load nothing).
     pub fn reserve(&mut self, bytes: u64) -> Result<bool, RingError> {
