@@ -910,13 +910,17 @@ impl Kmt for SimKmt<'_> {
                 } else {
                     Duration::from_nanos(rvgpu_umd::wait::SLICE_NS)
                 };
-                let slices = u64::try_from(timeout.as_nanos())
-                    .ok()
-                    .and_then(rvgpu_umd::wait::slices_in);
                 // The limit stands for "hung" (24H2's wait has none): in threaded mode the
-                // wait runs again while the fence moved (`Machine::wait_monitored_fence`).
+                // wait runs again while the fence moved or the machine has not run for the
+                // limit (`Machine::wait_monitored_fence`); each slice is the UMD's wall time.
+                let clock = self.m.machine_time(f.adapter());
+                let mut end = clock.now().saturating_add(timeout);
                 let mut seen = f.current_value();
                 let woken = loop {
+                    let left = end.saturating_sub(clock.now());
+                    let slices = u64::try_from(left.as_nanos())
+                        .ok()
+                        .and_then(rvgpu_umd::wait::slices_in);
                     let woken = rvgpu_umd::wait::bounded(
                         value,
                         slices,
@@ -933,9 +937,13 @@ impl Kmt for SimKmt<'_> {
                     let moved = f.current_value();
                     match woken {
                         Err(e)
-                            if e.0 == rvgpu_umd::wait::STATUS_TIMEOUT && !step && moved != seen =>
+                            if e.0 == rvgpu_umd::wait::STATUS_TIMEOUT
+                                && !step
+                                && (moved != seen || clock.now() < end) =>
                         {
-                            seen = moved;
+                            if moved != seen {
+                                (seen, end) = (moved, clock.now().saturating_add(timeout));
+                            }
                         }
                         other => break other,
                     }

@@ -949,4 +949,89 @@ fn step_mode_waits_outlast_a_lost_progress_interrupt() {
     no_fault(&m);
 }
 
+/// A threaded machine without hardware scheduling whose OS gives up a wait for the GPU after
+/// `limit`.
+fn machine_with_wait_limit(limit: Duration) -> Machine {
+    let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Threaded);
+    cfg.os.wait_timeout = limit;
+    cfg.adapters[0].hwsch_feature = false;
+    started(cfg)
+}
+
+/// MF-04: a blocking CPU wait on a paging fence whose GPU thread the host does not run for
+/// five of the OS's wait limits is satisfied once the thread runs: the limit counts the
+/// machine's time, and a GPU that was not run did not fail to signal.
+#[test]
+fn mf_04_a_blocking_wait_outlasts_a_gpu_thread_the_host_starves_past_its_limit() {
+    let m = machine_with_wait_limit(Duration::from_millis(200));
+    let (_p, k) = user_process(&m);
+    let pq = okk(&m, k.create_paging_queue(0));
+    let b = okk(&m, k.create_allocation(4096));
+    let flags = rvgpu_umd::kmt::MakeResidentFlags::default();
+    let made = okk(&m, k.make_resident_on(&pq, &[b.handle], flags));
+    okk(&m, k.wait_for_fence(pq.fence, made.value));
+    let at = 0x7000_0000_0000;
+    let range = rvgpu_umd::kmt::ReserveGpuVa {
+        base: at,
+        size: 0x1_0000,
+        ..Default::default()
+    };
+    okk(&m, k.reserve_gpu_va(&range));
+    // Returns once the GPU's thread has stopped: the map's paging goes in while it is, and
+    // the map returns before it completes (24H2 queues it).
+    m.device(0)
+        .unwrap()
+        .starve_cmp_thread(Duration::from_secs(1));
+    let map = rvgpu_umd::kmt::MapGpuVa::read_write(pq.handle, at, b.handle, 0, 1);
+    let mapped = okk(&m, k.map_gpu_va(&map));
+    okk(&m, k.wait_for_fence(pq.fence, mapped.paging_fence_value));
+    no_fault(&m);
+}
+
+/// TDR-05: the machine's own wait for a condition (`Machine::run_until`) counts the machine's
+/// time: a buffer whose GPU thread the host starves for five of its limits still completes
+/// within it.
+#[test]
+fn tdr_05_run_until_outlasts_a_gpu_thread_the_host_starves_past_its_limit() {
+    let m = machine_with_wait_limit(Duration::from_secs(10));
+    let (p, k, ctx) = process_with_context(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    // The first buffer maps the process's DMA arena, a wait of its own.
+    ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
+    run_until(&m, "the first buffer", |m| all_done(m, 0));
+    m.device(0)
+        .unwrap()
+        .starve_cmp_thread(Duration::from_secs(1));
+    let f = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 7)]));
+    let done = ok(
+        &m,
+        m.run_until(0, Duration::from_millis(200), |m| all_done(m, 0)),
+    );
+    assert!(done, "{}", diagnostics(&m));
+    assert_eq!(m.legacy_fences(0, 0), (f, f));
+    assert_eq!(t.mem.load(0), 7);
+}
+
+/// TDR-05: a submission waiting for room for its DMA buffer (its process's arena full of
+/// buffers in flight), while the host does not run the GPU's thread for ten of the OS's wait
+/// limits, is not refused as stuck: the limit counts the machine's time.
+#[test]
+fn tdr_05_a_submission_waiting_for_dma_buffer_room_outlasts_a_gpu_thread_the_host_starves() {
+    let m = machine_with_wait_limit(Duration::from_millis(200));
+    let (p, k, ctx) = process_with_context(&m);
+    let t = okk(&m, k.create_allocation(4096));
+    ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, 1)]));
+    run_until(&m, "the first buffer", |m| all_done(m, 0));
+    m.device(0)
+        .unwrap()
+        .starve_cmp_thread(Duration::from_secs(2));
+    let mut last = 0;
+    for i in 0..=rvgpu_simos::vidsch::legacy::IN_FLIGHT_LIMIT {
+        last = ok(&m, m.submit_legacy(&p, ctx, &[fill(&t, 0, u64::from(i))]));
+    }
+    run_until(&m, "the last buffer", |m| all_done(m, 0));
+    assert_eq!(m.legacy_fences(0, 0), (last, last));
+    no_fault(&m);
+}
+
 under_the_pages!();

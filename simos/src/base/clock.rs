@@ -73,6 +73,18 @@ impl MachineTime {
         }
     }
 
+    /// The machine's time of a board whose emulated GPU, when it is in this process, is
+    /// `device`.
+    pub fn of(device: Option<&rvgpu_device::Device>) -> Self {
+        Self::new(device.map(rvgpu_device::Device::run_clock))
+    }
+
+    /// The waiting thread's own wall clock, for a timeout a caller gave as Windows' waits
+    /// take theirs.
+    pub fn host() -> Self {
+        Self::new(None)
+    }
+
     /// Now: the run time, or the wall clock since this was made.
     pub fn now(&self) -> Duration {
         match &self.run {

@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::adapter::context;
+use crate::base::clock::MachineTime;
 
 impl Machine {
     /// Raises one interrupt on adapter `i` regardless of the device (as another device on a
@@ -129,14 +130,33 @@ impl Machine {
     }
 
     /// Runs until `done(self)` holds: step mode steps up to `max_rounds`; threaded mode polls
-    /// until `timeout`. Returns whether it held.
+    /// until every adapter's machine ran for `timeout` ([`MachineTime`]: what `done` waits for
+    /// moves with the machine, which a host that starves its GPU thread holds still). Returns
+    /// whether it held.
     pub fn run_until(
         &self,
         max_rounds: usize,
         timeout: Duration,
         mut done: impl FnMut(&Self) -> bool,
     ) -> Result<bool, SimError> {
-        let deadline = Instant::now() + timeout;
+        // Step mode counts rounds; a machine without adapters has only the host's clock.
+        let boards: Vec<Option<&Device>> = match (self.config.mode, self.adapters.is_empty()) {
+            (Mode::Step, _) => Vec::new(),
+            (Mode::Threaded, true) => vec![None],
+            (Mode::Threaded, false) => self
+                .adapters
+                .iter()
+                .map(|a| a.emulated.as_deref())
+                .collect(),
+        };
+        let clocks: Vec<(MachineTime, Duration)> = boards
+            .into_iter()
+            .map(|d| {
+                let c = MachineTime::of(d);
+                let end = c.now().saturating_add(timeout);
+                (c, end)
+            })
+            .collect();
         let mut rounds = 0;
         loop {
             if let Some(f) = self.state.fault() {
@@ -154,7 +174,7 @@ impl Machine {
                     self.round();
                 }
                 Mode::Threaded => {
-                    if Instant::now() >= deadline {
+                    if clocks.iter().all(|(c, end)| c.now() >= *end) {
                         return Ok(false);
                     }
                     std::thread::sleep(Duration::from_millis(1));

@@ -35,6 +35,7 @@ use crate::adapter::ddi::{self, At};
 use crate::adapter::waiter::Waiter;
 use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{vidsch, BugCheck};
+use crate::base::clock::MachineTime;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -236,8 +237,13 @@ pub(crate) fn resubmit(
     submit_packet(a, sh, node, p, true).map(|_| ())
 }
 
+/// Waits for room on `node`'s ring. The limit means "no buffer completes": a threaded
+/// machine counts it in the machine's time ([`MachineTime`]), so a GPU thread the host starves
+/// does not use it up; step mode's rounds end it only once one makes no progress.
 fn wait_for_room(w: Waiter, a: &AdapterShared, sh: &TdrShared, node: u32) -> Result<(), SimError> {
     let deadline = Instant::now() + w.timeout;
+    let clock = MachineTime::of(a.emulated.as_deref());
+    let end = clock.now().saturating_add(w.timeout);
     loop {
         {
             let mut os = lock(&sh.os);
@@ -258,7 +264,7 @@ fn wait_for_room(w: Waiter, a: &AdapterShared, sh: &TdrShared, node: u32) -> Res
                 }
             }
             None => {
-                if Instant::now() >= deadline {
+                if clock.now() >= end {
                     return Err(SimError::Stuck(format!(
                         "node {node}: {IN_FLIGHT_LIMIT} DMA buffers in flight and none completes"
                     )));
@@ -351,7 +357,11 @@ fn process_packet(
     context_kmd: usize,
 ) -> Result<Packet, SimError> {
     let bytes = (words.len() * 8).max(8) as u64;
+    // Buffers in flight retire only as the GPU moves: a threaded machine counts the limit in
+    // its own time, as `wait_for_room` does.
     let deadline = Instant::now() + w.timeout;
+    let clock = MachineTime::of(a.emulated.as_deref());
+    let end = clock.now().saturating_add(w.timeout);
     loop {
         match carve(bytes)? {
             Some(c) => {
@@ -370,14 +380,14 @@ fn process_packet(
                 if let Some(f) = a.state.fault() {
                     return Err(f.into());
                 }
-                let progressed = match w.step {
-                    Some(m) => m.run_round(),
+                let (progressed, expired) = match w.step {
+                    Some(m) => (m.run_round(), Instant::now() >= deadline),
                     None => {
                         std::thread::sleep(Duration::from_micros(200));
-                        false
+                        (false, clock.now() >= end)
                     }
                 };
-                if !progressed && Instant::now() >= deadline {
+                if !progressed && expired {
                     return Err(SimError::Stuck(
                         "the process's DMA arena is full and nothing retires".into(),
                     ));

@@ -4,13 +4,14 @@
 //! is driven here, since in step mode only the whole machine can make progress.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rvgpu_ddi::fence::{D3DDDI_NATIVEFENCE_TYPE, DXGK_NATIVE_FENCE_CAPS};
 use rvgpu_ddi::ntstatus::STATUS_ACCESS_DENIED;
 use rvgpu_ddi::NTSTATUS;
 
 use crate::adapter::AdapterShared;
+use crate::base::clock::MachineTime;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
@@ -281,7 +282,17 @@ impl Machine {
         ev: &SimEvent,
         timeout: Duration,
     ) -> Result<Option<WaitOutcome>, SimError> {
-        let deadline = Instant::now() + timeout;
+        self.drive_wait_on(ev, timeout, &MachineTime::host())
+    }
+
+    /// [`Machine::drive_wait`] with threaded mode's `timeout` counted on `clock`.
+    fn drive_wait_on(
+        &self,
+        ev: &SimEvent,
+        timeout: Duration,
+        clock: &MachineTime,
+    ) -> Result<Option<WaitOutcome>, SimError> {
+        let deadline = clock.now().saturating_add(timeout);
         // Step mode: the simulated time the wait may spend, in rounds and in skips to armed
         // timers.
         let mut budget_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
@@ -294,7 +305,7 @@ impl Machine {
             }
             let expired = match self.config().mode {
                 Mode::Step => budget_ms == 0,
-                Mode::Threaded => Instant::now() >= deadline,
+                Mode::Threaded => clock.now() >= deadline,
             };
             let idle = match self.config().mode {
                 Mode::Step => !self.round_for_wait_within(&mut budget_ms),
@@ -318,16 +329,17 @@ impl Machine {
     /// while the fence moved during the last `timeout` (slow work on a loaded machine is not a
     /// hang, in either mode: step mode's rounds take real time too) and ends only after
     /// `timeout` with the fence still, or, in step mode, when a round makes no progress with
-    /// the fence where it was.
+    /// the fence where it was. Threaded mode counts `timeout` on `clock`.
     fn drive_wait_while_moving(
         &self,
         ev: &SimEvent,
         timeout: Duration,
+        clock: &MachineTime,
         now: impl Fn() -> u64,
     ) -> Result<Option<WaitOutcome>, SimError> {
         let mut seen = now();
         loop {
-            if let Some(o) = self.drive_wait(ev, timeout)? {
+            if let Some(o) = self.drive_wait_on(ev, timeout, clock)? {
                 return Ok(Some(o));
             }
             let moved = now();
@@ -355,7 +367,12 @@ impl Machine {
         if ev.outcome().is_none() && self.fence_adapter(fence.adapter())?.device.is_lost() {
             return Ok(wait::abandon_wait(fence, &ev));
         }
-        if let Some(o) = self.drive_wait_while_moving(&ev, timeout, || fence.current_value())? {
+        // The caller's own timeout (the UMD's slice of its wait): wall time for the waiting
+        // thread, as a Windows wait's.
+        let host = MachineTime::host();
+        if let Some(o) =
+            self.drive_wait_while_moving(&ev, timeout, &host, || fence.current_value())?
+        {
             return Ok(o);
         }
         wait::withdraw_wait(fence, &ev)
@@ -482,7 +499,9 @@ impl Machine {
     }
 
     /// Blocking form (MF-04); step mode drives the machine as
-    /// [`Machine::wait_native_fence`] does.
+    /// [`Machine::wait_native_fence`] does. 24H2's wait has no limit: `timeout` stands for
+    /// "the GPU did not signal", so threaded mode counts it in the machine's time
+    /// ([`MachineTime`]), and a GPU thread the host starves does not use it up.
     pub fn wait_monitored_fence(
         &self,
         f: &MonitoredFence,
@@ -490,10 +509,17 @@ impl Machine {
         timeout: Duration,
     ) -> Result<WaitOutcome, SimError> {
         let ev = self.wait_monitored_fence_event(f, value)?;
-        if let Some(o) = self.drive_wait_while_moving(&ev, timeout, || f.value())? {
+        let clock = self.machine_time(f.adapter());
+        if let Some(o) = self.drive_wait_while_moving(&ev, timeout, &clock, || f.value())? {
             return Ok(o);
         }
         Ok(monitored::withdraw_wait(f, &ev))
+    }
+
+    /// The machine's time of adapter `i` (the wall clock for one that is not here).
+    pub(crate) fn machine_time(&self, i: usize) -> MachineTime {
+        let a = self.adapter_shared(i).ok();
+        MachineTime::of(a.and_then(|a| a.emulated.as_deref()))
     }
 
     /// DPC-time legacy scans on adapter `i` so far.
