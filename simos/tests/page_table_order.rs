@@ -42,24 +42,26 @@ const UNLINK: u8 = 1;
 const FRESH_TABLE: u8 = 2;
 
 /// Where the race stands: the change stopped (`stopped`), the other thread's map done
-/// (`mapped`).
+/// (`mapped`) or waiting for the stopped change's page-table turn (`waiting`).
 struct Race {
     stopped: bool,
     mapped: bool,
+    waiting: bool,
 }
 
 static RACE: Mutex<Race> = Mutex::new(Race {
     stopped: false,
     mapped: false,
+    waiting: false,
 });
 static MOVED: Condvar = Condvar::new();
 /// The spy and its statics serve one test at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// How long the stopped change gives the other thread's map to overtake it. The map finishes
-/// in that time only where VidMm lets it overtake; where it may not, the wait is spent and the
-/// change goes on (the map is then done after it, as it must be).
-const OVERTAKE: Duration = Duration::from_millis(300);
+/// How long the watcher waits for the map to either finish or wait its turn before it lets
+/// the change go on and fails the test: not a timing the test depends on, only a bound on a
+/// map that does neither.
+const NEITHER: Duration = Duration::from_secs(60);
 
 unsafe extern "system" fn spy_build(ctx: HANDLE, args: *mut DXGKARG_BUILDPAGINGBUFFER) -> NTSTATUS {
     // SAFETY: the OS's argument block (or null); the arm named by its operation.
@@ -83,10 +85,9 @@ unsafe extern "system" fn spy_build(ctx: HANDLE, args: *mut DXGKARG_BUILDPAGINGB
             let mut r = RACE.lock().unwrap();
             r.stopped = true;
             MOVED.notify_all();
-            let (r, _) = MOVED
-                .wait_timeout_while(r, OVERTAKE, |r| !r.mapped)
-                .unwrap();
-            drop(r);
+            // Goes on once the map has overtaken it (the order is wrong) or waits for its
+            // page-table turn (the order is kept).
+            drop(MOVED.wait_while(r, |r| !r.mapped && !r.waiting).unwrap());
         }
     }
     let real = REAL_BUILD.get().copied().flatten().expect("the real DDI");
@@ -134,8 +135,30 @@ fn race(m: &Machine, s: &Setup<'_>, stop: u8, at: u64, change: impl FnOnce()) {
     *RACE.lock().unwrap() = Race {
         stopped: false,
         mapped: false,
+        waiting: false,
     };
+    let turns = m.page_table_turn_waits(0);
     std::thread::scope(|sc| {
+        // Tells the stopped change when the map waits for its page-table turn.
+        let watcher = sc.spawn(|| {
+            let since = std::time::Instant::now();
+            let mut r = RACE.lock().unwrap();
+            while !r.stopped {
+                r = MOVED.wait(r).unwrap();
+            }
+            while !r.mapped && m.page_table_turn_waits(0) == turns {
+                if since.elapsed() > NEITHER {
+                    break;
+                }
+                drop(r);
+                std::thread::sleep(Duration::from_millis(1));
+                r = RACE.lock().unwrap();
+            }
+            let neither = !r.mapped && m.page_table_turn_waits(0) == turns;
+            r.waiting = true;
+            MOVED.notify_all();
+            neither
+        });
         let mapper = sc.spawn(|| {
             let mut r = RACE.lock().unwrap();
             while !r.stopped {
@@ -162,7 +185,12 @@ fn race(m: &Machine, s: &Setup<'_>, stop: u8, at: u64, change: impl FnOnce()) {
             MOVED.notify_all();
         }
         let (mapped, waited) = mapper.join().expect("mapper");
+        let neither = watcher.join().expect("watcher");
         assert!(stopped, "the change under test never reached its stop");
+        assert!(
+            !neither,
+            "the map neither finished nor waited for the page-table turn"
+        );
         let mapped = okk(m, mapped);
         okk(m, waited);
         assert_eq!(mapped.va, at);

@@ -19,7 +19,18 @@ use crate::vidmm::host::Host;
 /// the order they were worked out, whichever thread makes them. Taken after the paging power
 /// reference: a holder never waits for power.
 pub(crate) fn page_table_turn(a: &AdapterShared) -> Locked<'_, PageTableTurn> {
+    if page_table_turn_taken(a) {
+        // Counted before the wait, so a test sees a change wait its turn as an event.
+        a.mm.page_table_waits
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
     lock(&a.mm.page_tables)
+}
+
+/// Times a thread of `a` found the page-table turn taken and waited for it.
+pub(crate) fn page_table_turn_waits(a: &AdapterShared) -> u64 {
+    a.mm.page_table_waits
+        .load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Whether a page-table change of `a` is between its working out and its submission now. A

@@ -215,6 +215,13 @@ impl Machine {
             .map_or((0, 0, 0), |a| va::gpuva_live_counts(a))
     }
 
+    /// Times a page-table change on adapter `i` found another one's turn taken and waited for
+    /// it (tests watch an interleaving by it rather than by the host's timing).
+    pub fn page_table_turn_waits(&self, i: usize) -> u64 {
+        self.adapter_shared(i)
+            .map_or(0, |a| crate::vidmm::paging::page_table_turn_waits(a))
+    }
+
     /// What the GPU would do with `va` of process `pid` on adapter `i` for a user-mode queue:
     /// the device's own walker over the process's page tables (tests: the fault reason).
     pub fn gpu_va_translate(

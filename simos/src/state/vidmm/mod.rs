@@ -73,6 +73,8 @@ pub struct VidMmState {
     /// were worked out (`crate::vidmm::paging::page_table_turn`). Taken after the paging power
     /// reference, before `vidmm`.
     pub(crate) page_tables: Mutex<PageTableTurn>,
+    /// Times a thread found `page_tables` held and waited for it (`vidmm::paging`).
+    pub(crate) page_table_waits: AtomicU64,
     /// Counts changes of the processes' roots (a VA space made, moved or dropped): a context
     /// whose cached count matches has the root VidSch last sent for it (`crate::ums::root`).
     pub(crate) root_generation: AtomicU64,
