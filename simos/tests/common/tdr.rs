@@ -107,9 +107,9 @@ pub fn all_done(m: &Machine, node: u32) -> bool {
 }
 
 /// Threaded mode's timeout: Windows' default `TdrDelay` (2 s). The guilty work in these tests
-/// is found by the device's own hang report, so the timeout only guards the innocent queues;
-/// a short one let an emulator thread starved by a loaded host look like a stalled queue
-/// (innocent resets seen with 50 ms and four test processes on two cores).
+/// is found by the device's own hang report, so the timeout only guards the innocent queues.
+/// It counts the machine's time (`TdrOs::now`), so a host that starves the emulator's thread
+/// does not use it up; the length is Windows' default, not a margin for a loaded host.
 pub const THREADED_TDR_DELAY: Duration = Duration::from_secs(2);
 
 /// Whether `e` is the OS's debug report of an engine timeout (reason 0x141) through the DDI
