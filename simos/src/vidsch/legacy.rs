@@ -237,13 +237,40 @@ pub(crate) fn resubmit(
     submit_packet(a, sh, node, p, true).map(|_| ())
 }
 
-/// Waits for room on `node`'s ring. The limit means "no buffer completes": a threaded
-/// machine counts it in the machine's time ([`MachineTime`]), so a GPU thread the host starves
-/// does not use it up; step mode's rounds end it only once one makes no progress.
+/// The limit of a wait for buffers in flight to retire, which means "no buffer completes":
+/// a threaded machine counts it in the machine's time ([`MachineTime`]), so a GPU thread the
+/// host starves does not use it up; step mode's, on the host's clock, ends the wait only
+/// after a round that made no progress. Started at the first look that finds no room, so a
+/// submission that has room reads no clock.
+struct RoomLimit {
+    host: Instant,
+    clock: MachineTime,
+    end: Duration,
+}
+
+impl RoomLimit {
+    fn start(a: &AdapterShared, timeout: Duration) -> Self {
+        let clock = MachineTime::of(a.emulated.as_deref());
+        let end = clock.now().saturating_add(timeout);
+        Self {
+            host: Instant::now() + timeout,
+            clock,
+            end,
+        }
+    }
+
+    /// Whether the limit passed: on the host's clock for a step-mode wait, else the machine's.
+    fn passed(&self, step: bool) -> bool {
+        match step {
+            true => Instant::now() >= self.host,
+            false => self.clock.now() >= self.end,
+        }
+    }
+}
+
+/// Waits for room on `node`'s ring, within a [`RoomLimit`].
 fn wait_for_room(w: Waiter, a: &AdapterShared, sh: &TdrShared, node: u32) -> Result<(), SimError> {
-    let deadline = Instant::now() + w.timeout;
-    let clock = MachineTime::of(a.emulated.as_deref());
-    let end = clock.now().saturating_add(w.timeout);
+    let mut limit = None;
     loop {
         {
             let mut os = lock(&sh.os);
@@ -255,16 +282,17 @@ fn wait_for_room(w: Waiter, a: &AdapterShared, sh: &TdrShared, node: u32) -> Res
         if let Some(f) = a.state.fault() {
             return Err(f.into());
         }
+        let limit = limit.get_or_insert_with(|| RoomLimit::start(a, w.timeout));
         match w.step {
             Some(m) => {
-                if !m.run_round() && Instant::now() >= deadline {
+                if !m.run_round() && limit.passed(true) {
                     return Err(SimError::Stuck(format!(
                         "node {node}: {IN_FLIGHT_LIMIT} DMA buffers in flight and none completes"
                     )));
                 }
             }
             None => {
-                if clock.now() >= end {
+                if limit.passed(false) {
                     return Err(SimError::Stuck(format!(
                         "node {node}: {IN_FLIGHT_LIMIT} DMA buffers in flight and none completes"
                     )));
@@ -357,11 +385,7 @@ fn process_packet(
     context_kmd: usize,
 ) -> Result<Packet, SimError> {
     let bytes = (words.len() * 8).max(8) as u64;
-    // Buffers in flight retire only as the GPU moves: a threaded machine counts the limit in
-    // its own time, as `wait_for_room` does.
-    let deadline = Instant::now() + w.timeout;
-    let clock = MachineTime::of(a.emulated.as_deref());
-    let end = clock.now().saturating_add(w.timeout);
+    let mut limit = None;
     loop {
         match carve(bytes)? {
             Some(c) => {
@@ -375,19 +399,21 @@ fn process_packet(
             None if !lock(&a.mm.vidmm).has_process(pid) => {
                 return new_packet(a, words, false, Some(device), context_kmd, Vec::new())
             }
-            // The arena is full of buffers in flight: wait for retirements.
+            // The arena is full of buffers in flight: wait for retirements, within a
+            // [`RoomLimit`].
             None => {
                 if let Some(f) = a.state.fault() {
                     return Err(f.into());
                 }
-                let (progressed, expired) = match w.step {
-                    Some(m) => (m.run_round(), Instant::now() >= deadline),
+                let limit = limit.get_or_insert_with(|| RoomLimit::start(a, w.timeout));
+                let progressed = match w.step {
+                    Some(m) => m.run_round(),
                     None => {
                         std::thread::sleep(Duration::from_micros(200));
-                        (false, clock.now() >= end)
+                        false
                     }
                 };
-                if !progressed && expired {
+                if !progressed && limit.passed(w.step.is_some()) {
                     return Err(SimError::Stuck(
                         "the process's DMA arena is full and nothing retires".into(),
                     ));
