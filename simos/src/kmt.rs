@@ -103,10 +103,7 @@ fn handle_or_undo<T>(got: Result<T, SimError>, undo: impl FnOnce()) -> Result<T,
 }
 
 fn status(e: SimError) -> NtStatus {
-    match e {
-        SimError::DdiFailed(s) => NtStatus(s),
-        _ => NtStatus(STATUS_UNSUCCESSFUL),
-    }
+    NtStatus(e.status().unwrap_or(STATUS_UNSUCCESSFUL))
 }
 
 /// CPU view of an allocation: its memory, word by word, or through the CPU cache when the

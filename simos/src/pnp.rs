@@ -119,7 +119,7 @@ impl Machine {
         let pe = match &self.config.driver {
             crate::os::driver_build::DriverBuild::Pe(package) => {
                 let loaded = crate::install::install_and_load(package.as_deref(), &self.config.os)
-                    .map_err(|e| SimError::Setup(format!("installing rvgpu: {e}")))?;
+                    .map_err(|e| SimError::setup_said("installing rvgpu", e))?;
                 let image = match loaded {
                     Ok((image, keys)) => {
                         for a in &self.adapters {
@@ -141,7 +141,7 @@ impl Machine {
                 };
                 Some(
                     crate::pe::attach(&state, Some(&image))
-                        .map_err(|e| SimError::Setup(format!("loading rvgpu.sys: {e}")))?,
+                        .map_err(|e| SimError::setup_said("loading rvgpu.sys", e))?,
                 )
             }
             crate::os::driver_build::DriverBuild::Linux => None,
@@ -180,7 +180,7 @@ impl Machine {
         if let Some(f) = state.fault() {
             return Err(f.into());
         }
-        check_status(status)?;
+        ddi::check_routine(Routine::DriverEntry, status)?;
         if self.table.get().is_none() {
             return Err(self.misuse("DriverEntry succeeded without calling DxgkInitialize".into()));
         }
@@ -241,7 +241,7 @@ impl Machine {
             drop(lock(&a.irq.interrupt_lock));
             let _ = interrupt::flush_dpcs(&a, self.config.mode == Mode::Threaded);
         }
-        check_status(status?)?;
+        check_status(start, status?)?;
         let caps = match self.query_caps_raw(&a, &t) {
             Ok(c) => c,
             Err(e) => {
@@ -344,7 +344,7 @@ impl Machine {
             // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
             unsafe { add(pdo, &mut ctx) }
         })?;
-        check_status(status)?;
+        check_status(add, status)?;
         if ctx.is_null() {
             return Err(self.misuse("AddDevice succeeded with a NULL context".into()));
         }
@@ -425,20 +425,17 @@ impl Machine {
         t: &DRIVER_INITIALIZATION_DATA,
         e: SimError,
     ) -> Result<AdapterInfo, SimError> {
-        match e {
-            SimError::DdiFailed(status) => self.refuse(
+        match e.status() {
+            Some(status) => self.refuse(
                 a,
                 t,
                 bringup::Violation {
                     rule: "BR-66",
                     status,
-                    why: format!(
-                        "paging process: a driver DDI failed ({:#010x})",
-                        status as u32
-                    ),
+                    why: format!("paging process: {e}"),
                 },
             ),
-            e => {
+            None => {
                 self.state.push_log(
                     rvgpu_kmd::platform::Level::Error,
                     format!("start failed: paging process: {e}"),
@@ -587,7 +584,7 @@ impl Machine {
         // bit pattern, 0xCD included, is a valid value.
         let mut caps = unsafe { caps.assume_init() };
         let status = ddi::query_adapter_info(a, q, DXGKQAITYPE_DRIVERCAPS, At::Caller, &mut caps)?;
-        check_status(status)?;
+        check_status(q, status)?;
         Ok(caps)
     }
 
@@ -628,7 +625,7 @@ impl Machine {
         crate::vidsch::hws::release(a);
         let status = status?;
         flushed?;
-        check_status(status)
+        check_status(stop, status)
     }
 
     /// StopDevice, then disconnects the interrupt and flushes DPCs. Before it, as
@@ -697,7 +694,7 @@ impl Machine {
         // SAFETY: the driver's RemoveDevice with its context; nothing calls the driver for this
         // adapter afterwards.
         let status = unsafe { ddi::call_arg(&a, remove, At::Caller, a.context()) }?;
-        check_status(status)?;
+        check_status(remove, status)?;
         // The driver freed its adapter: a kernel timer still set in it is 0xC7.
         if let Err(b) = crate::adapter::ktimer::check_removed(&a) {
             self.state.raise_bugcheck(b);

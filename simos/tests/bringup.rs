@@ -286,7 +286,10 @@ fn mf_02_driver_reports_64_bit_atomics_and_refuses_a_32_bit_device() {
     }
     let mut m = loaded(cfg);
     match m.start_adapter(0) {
-        Err(SimError::DdiFailed(s)) => assert_eq!(
+        Err(SimError::Ddi {
+            ddi: "DxgkDdiStartDevice",
+            status: s,
+        }) => assert_eq!(
             s.cast_unsigned(),
             0xC000_0483,
             "STATUS_DEVICE_HARDWARE_ERROR for a device the driver cannot drive"

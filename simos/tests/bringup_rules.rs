@@ -1424,13 +1424,22 @@ fn br_91_create_device_status_outside_the_allow_list_is_logged() {
     let e = m.create_process(0).map(|_| ()).expect_err("refused");
     assert_eq!(
         e,
-        SimError::DdiFailed(rvgpu_ddi::ntstatus::STATUS_NO_MEMORY)
+        SimError::Ddi {
+            ddi: "DxgkDdiCreateDevice",
+            status: rvgpu_ddi::ntstatus::STATUS_NO_MEMORY
+        }
     );
     assert!(m.triage_log(0).is_empty(), "NO_MEMORY is allowed");
     BR91_STATUS.set(Some(STATUS_INVALID_PARAMETER));
     let e = m.create_process(0).map(|_| ()).expect_err("refused");
     BR91_STATUS.set(None);
-    assert_eq!(e, SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    assert_eq!(
+        e,
+        SimError::Ddi {
+            ddi: "DxgkDdiCreateDevice",
+            status: STATUS_INVALID_PARAMETER
+        }
+    );
     let log = m.triage_log(0);
     assert!(
         log.iter().any(|l| l.starts_with("BR-91:")),

@@ -31,10 +31,16 @@ mod common;
 use common::*;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::testing::gpu::GpuQueue;
-use rvgpu_simos::SimError::DdiFailed;
+use rvgpu_simos::SimError;
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, ProcessId};
 
 const NO_MEMORY: i32 = 0xC000_0017_u32 as i32;
+/// The driver's refusal past a process's share: its open DDI, which every create makes too,
+/// answers `STATUS_NO_MEMORY`.
+const REFUSED: SimError = SimError::Ddi {
+    ddi: "DxgkDdiOpenNativeFence",
+    status: NO_MEMORY,
+};
 const STATUS_ACCESS_DENIED: i32 = 0xC000_0022_u32 as i32;
 const PAGE: u64 = 4096;
 /// The records a process may hold (`quota::FENCE_PAGES`, whose reserve is the whole pool).
@@ -81,15 +87,12 @@ fn nf_11_a_process_past_its_share_of_fence_page_records_is_refused_alone() {
         }
         assert!(held.len() <= SHARE, "no share: {} fences", held.len());
     };
-    assert_eq!(refused, DdiFailed(NO_MEMORY), "after {} fences", held.len());
+    assert_eq!(refused, REFUSED, "after {} fences", held.len());
     // Two records a fence.
     assert_eq!(2 * held.len(), SHARE, "the greedy process's records");
     // The refused creation left no fence behind, and the greedy process's fences work.
     let (live, _) = m.fence_live_counts(0);
-    assert_eq!(
-        try_create(&m, greedy.pid, true).err(),
-        Some(DdiFailed(NO_MEMORY))
-    );
+    assert_eq!(try_create(&m, greedy.pid, true).err(), Some(REFUSED));
     assert_eq!(
         m.fence_live_counts(0).0,
         live,
@@ -114,10 +117,7 @@ fn nf_11_a_process_past_its_share_of_fence_page_records_is_refused_alone() {
     for _ in 0..8 {
         held.push(create(&m, greedy.pid, true));
     }
-    assert_eq!(
-        try_create(&m, greedy.pid, true).err(),
-        Some(DdiFailed(NO_MEMORY))
-    );
+    assert_eq!(try_create(&m, greedy.pid, true).err(), Some(REFUSED));
     no_fault(&m);
     drop(opened);
     drop(mine);
@@ -155,7 +155,7 @@ fn nf_11_a_process_that_opened_1200_fences_of_others_creates_its_full_share() {
     };
     assert_eq!(
         (mine.len(), refused),
-        (SHARE / 2, DdiFailed(NO_MEMORY)),
+        (SHARE / 2, REFUSED),
         "its own shareable fences, two records each"
     );
     ok(&m, m.signal_native_fence_from_cpu(&theirs[2][399], 9));
@@ -197,14 +197,14 @@ fn nf_11_opens_alone_are_bounded_per_process_and_refused_with_no_memory() {
     };
     assert_eq!(
         (held.len(), refused),
-        (OPENS, DdiFailed(NO_MEMORY)),
+        (OPENS, REFUSED),
         "the attacker's opens"
     );
     let live = m.fence_live_counts(0);
     let pages = m.native_fence_mapped_pages(0, attacker.pid);
     assert_eq!(
         m.open_native_fence(&target, attacker.pid).err(),
-        Some(DdiFailed(NO_MEMORY))
+        Some(REFUSED)
     );
     assert_eq!(
         m.fence_live_counts(0),
@@ -283,7 +283,7 @@ fn nf_05_an_opened_shared_fence_is_alone_on_its_pages_and_a_fill_of_them_reaches
     // It cannot open a private fence, the only kind a packed page holds.
     assert_eq!(
         m.open_native_fence(&private[0], attacker).err(),
-        Some(DdiFailed(STATUS_ACCESS_DENIED))
+        Some(SimError::DdiFailed(STATUS_ACCESS_DENIED))
     );
 
     // Its queue fills the whole CurrentValue page it was given: the opened fence's value

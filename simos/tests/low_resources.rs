@@ -314,10 +314,8 @@ fn low_resources_create_device_fails_cleanly_at_every_allocation() {
         |_| (),
         |m, ()| {
             let made = || {
-                m.create_process(0).map_err(|e| match e {
-                    SimError::DdiFailed(s) => s,
-                    other => panic!("{other}"),
-                })
+                m.create_process(0)
+                    .map_err(|e| e.status().unwrap_or_else(|| panic!("{e}")))
             };
             batch(made, |p| ok(m, m.exit_process(&p)))
         },
@@ -406,10 +404,7 @@ fn low_resources_open_of_another_process_s_fence_fails_cleanly_at_every_allocati
     // Another process opens a shared fence after its creator's open (DxgkDdiOpenNativeFence):
     // the local handle table and the count of such opens per process (NF-11's bound,
     // driver/kmd/src/fence/table.rs) each grow.
-    let status = |e: SimError| match e {
-        SimError::DdiFailed(s) => s,
-        e => panic!("open: {e}"),
-    };
+    let status = |e: SimError| e.status().unwrap_or_else(|| panic!("open: {e}"));
     let points = sweep_machine(
         "OpenNativeFence of another process's fence",
         |m| {
@@ -473,9 +468,10 @@ fn low_resources_adapter_start_fails_cleanly_at_every_allocation() {
         }
         let n = first_failure(fail);
         match r {
-            Err(SimError::DdiFailed(s)) => assert_eq!(
-                s, STATUS_INSUFFICIENT_RESOURCES,
-                "start: allocation {n} failed: got {s:#x}"
+            Err(e) if e.status().is_some() => assert_eq!(
+                e.status(),
+                Some(STATUS_INSUFFICIENT_RESOURCES),
+                "start: allocation {n} failed: got {e}"
             ),
             // After StartDevice, VidSch creates the system device and contexts (BR-66); the
             // driver's CreateDevice/CreateContext fail with STATUS_NO_MEMORY and so does the

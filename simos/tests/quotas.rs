@@ -9,13 +9,19 @@ mod common;
 
 use common::*;
 use rvgpu_simos::adapter::registry::{RegValue, REG_SZ};
-use rvgpu_simos::SimError::DdiFailed;
+use rvgpu_simos::SimError;
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 use zerocopy::IntoBytes;
 
 const STATUS_NO_MEMORY: NtStatus = NtStatus(NO_MEMORY);
 const NO_MEMORY: i32 = 0xC000_0017_u32 as i32;
+/// The driver's refusal past a process's share: its open DDI, which every create makes too,
+/// answers `STATUS_NO_MEMORY`.
+const REFUSED: SimError = SimError::Ddi {
+    ddi: "DxgkDdiOpenNativeFence",
+    status: NO_MEMORY,
+};
 /// The KMD's native-fence table (`driver/kmd/src/fence/registry.rs`, `MAX_FENCES`).
 const FENCE_TABLE: u32 = 1 << 20;
 /// The KMD's context room (`driver/kmd/src/context/mod.rs`, `MAX_CONTEXTS`).
@@ -75,7 +81,7 @@ fn quota_fences_per_process_share_refuses_the_greedy_process_only() {
     let b = ok(&m, m.create_process(0));
     work_runs(&m, m.kmt(&b), 0x51);
     let (mine, refused) = until_refused(64, || create(b.pid));
-    assert_eq!(refused, DdiFailed(NO_MEMORY));
+    assert_eq!(refused, REFUSED);
     assert_eq!(mine.len(), 4, "a newcomer's first fences");
     ok(&m, m.signal_native_fence_from_cpu(&mine[0], 9));
     assert_eq!(mine[0].current_value(), 9);
@@ -106,7 +112,7 @@ fn quota_fences_opens_of_shared_fences_count_toward_the_share() {
         ..NativeFenceDesc::default()
     };
     let (shared, refused) = until_refused(16, || m.create_native_fence(0, owner.pid, desc));
-    assert_eq!((shared.len(), refused), (3, DdiFailed(NO_MEMORY)));
+    assert_eq!((shared.len(), refused), (3, REFUSED));
     let greedy = ok(&m, m.create_process(0));
     let mut opened = Vec::new();
     let mut last = Ok(());
@@ -117,7 +123,7 @@ fn quota_fences_opens_of_shared_fences_count_toward_the_share() {
         }
     }
     assert_eq!(opened.len(), 3, "opens granted within the share");
-    assert_eq!(last, Err(DdiFailed(NO_MEMORY)), "an open past the share");
+    assert_eq!(last, Err(REFUSED), "an open past the share");
     ok(&m, m.signal_native_fence_from_cpu(&shared[0], 5));
     assert_eq!(opened[0].current_value(), 5);
     drop(opened);

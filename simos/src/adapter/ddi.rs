@@ -326,19 +326,35 @@ pub(crate) fn sim_err(a: &AdapterShared, msg: String) -> SimError {
     SimError::Violation(msg)
 }
 
-/// Turns a DDI status into a result: a failure goes back to the caller.
-pub fn check_status(status: NTSTATUS) -> Result<(), SimError> {
-    if NT_SUCCESS(status) {
-        Ok(())
-    } else {
-        Err(SimError::DdiFailed(status))
+/// The DDI of `routine` answered with failure `status`: the error its caller gets, named by
+/// the routine.
+pub fn failed(routine: Routine, status: NTSTATUS) -> SimError {
+    SimError::Ddi {
+        ddi: routine.rules().name,
+        status,
     }
 }
 
-/// A DDI documented "must succeed" failed: the driver's bug, a simulation error.
-pub(crate) fn must_succeed(
+/// Turns the status of `routine`'s DDI into a result: a failure goes back to the caller
+/// ([`failed`]). For a DDI in no table (`DriverEntry`); [`check_status`] otherwise.
+pub(crate) fn check_routine(routine: Routine, status: NTSTATUS) -> Result<(), SimError> {
+    if NT_SUCCESS(status) {
+        Ok(())
+    } else {
+        Err(failed(routine, status))
+    }
+}
+
+/// Turns DDI `ddi`'s status into a result: a failure goes back to the caller ([`failed`]).
+pub fn check_status<F: Copy>(ddi: Ddi<F>, status: NTSTATUS) -> Result<(), SimError> {
+    check_routine(ddi.routine(), status)
+}
+
+/// DDI `ddi`, documented "must succeed", returned `status`: a failure is the driver's bug, a
+/// simulation error.
+pub(crate) fn must_succeed<F: Copy>(
     a: &AdapterShared,
-    name: &str,
+    ddi: Ddi<F>,
     status: NTSTATUS,
 ) -> Result<(), SimError> {
     if NT_SUCCESS(status) {
@@ -347,7 +363,8 @@ pub(crate) fn must_succeed(
         Err(sim_err(
             a,
             format!(
-                "driver bug: {name} must succeed and returned {:#010x}",
+                "driver bug: {} must succeed and returned {:#010x}",
+                ddi.routine().rules().name,
                 status as u32
             ),
         ))
@@ -454,6 +471,73 @@ mod tests {
             DxgkDdiCreateHwQueue,
             DxgkDdiCloseAllocation
         );
+    }
+
+    /// DDI-01: a DDI's failure reaches the OS's caller named by the routine of the slot it
+    /// was read from, with the status kept; an error that wraps another chains to it through
+    /// `source()`.
+    #[test]
+    fn ddi_01_a_failed_ddi_is_named_keeps_its_status_and_chains_its_source() {
+        use std::error::Error;
+        let mut t = DRIVER_INITIALIZATION_DATA::default();
+        t.visit_slots(&mut Numbered);
+        let start = in_table!(t, DxgkDdiStartDevice).expect("set");
+        assert_eq!(check_status(start, 0), Ok(()));
+        let e = check_status(start, STATUS_DEVICE_HARDWARE_ERROR).expect_err("a failure");
+        assert_eq!(
+            e,
+            SimError::Ddi {
+                ddi: "DxgkDdiStartDevice",
+                status: STATUS_DEVICE_HARDWARE_ERROR
+            }
+        );
+        assert_eq!(e.status(), Some(STATUS_DEVICE_HARDWARE_ERROR));
+        assert_eq!(
+            e.to_string(),
+            "DxgkDdiStartDevice failed: NTSTATUS 0xc0000483"
+        );
+        assert!(e.source().is_none(), "a status is where the chain ends");
+        // An OS refusal carried as a status answers the same accessor; other errors have none.
+        assert_eq!(
+            SimError::DdiFailed(STATUS_NOT_SUPPORTED).status(),
+            Some(STATUS_NOT_SUPPORTED)
+        );
+        assert_eq!(SimError::NoDriver.status(), None);
+
+        fn chain(e: &SimError) -> Vec<String> {
+            std::iter::successors(Some(e as &dyn Error), |e| (*e).source())
+                .map(|e| e.to_string())
+                .collect()
+        }
+        // A PCI board that cannot be opened: the I/O error is the source.
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no uio_pci_generic");
+        let board = SimError::setup_from("PCI board", io);
+        assert_eq!(
+            chain(&board),
+            [
+                "setup failed: PCI board: no uio_pci_generic",
+                "no uio_pci_generic"
+            ]
+        );
+        let cause = board
+            .source()
+            .and_then(|c| c.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            cause.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound)
+        );
+        // A nested simulation error: the DDI's failure, status and all, is found down the chain.
+        let nested = SimError::setup_from("bringing the board up", e.clone());
+        assert_eq!(
+            chain(&nested),
+            [
+                "setup failed: bringing the board up: DxgkDdiStartDevice failed: NTSTATUS 0xc0000483",
+                "DxgkDdiStartDevice failed: NTSTATUS 0xc0000483"
+            ]
+        );
+        let inner = nested.source().and_then(|c| c.downcast_ref::<SimError>());
+        assert_eq!(inner, Some(&e));
+        assert_eq!(nested.status(), None, "the status is the inner error's");
     }
 
     unsafe extern "system" fn support(_: HANDLE, _: *mut DXGKARG_QUERYFEATURESUPPORT) -> NTSTATUS {

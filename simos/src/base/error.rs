@@ -2,6 +2,7 @@
 //! check it carries).
 
 use core::fmt;
+use std::sync::Arc;
 
 use rvgpu_ddi::NTSTATUS;
 
@@ -23,8 +24,18 @@ pub enum Fault {
 pub enum SimError {
     /// The machine bug-checked (now or earlier): Windows would have stopped.
     Bugcheck(BugCheck),
-    /// A DDI returned this failure status; the machine is still running.
+    /// A failure status the caller gets from the OS (an OS refusal carried as a status, or a
+    /// DDI's answer where the path does not know which DDI); the machine is still running.
+    /// [`SimError::status`] reads it.
     DdiFailed(NTSTATUS),
+    /// The DDI `ddi` (its routine's name) answered the OS's call with failure `status`; the
+    /// machine is still running. [`SimError::status`] reads the status.
+    Ddi {
+        /// The DDI, as the routine of its table slot names it.
+        ddi: &'static str,
+        /// What it returned.
+        status: NTSTATUS,
+    },
     /// The OS refused what the driver answered (for example native fences advertised while
     /// the OS feature is disabled, NF-10); the adapter did not start.
     Rejected(String),
@@ -56,8 +67,14 @@ pub enum SimError {
     /// which); a step machine that went idle, or a threaded one past its deadline.
     Stuck(String),
     /// Installing, loading or attaching something outside the driver failed (the package,
-    /// the PE image, a PCI board).
-    Setup(String),
+    /// the PE image, a PCI board): `step` says what, `source` is why when another layer
+    /// reported it.
+    Setup {
+        /// The step that failed.
+        step: String,
+        /// The error the step failed with.
+        source: Option<Cause>,
+    },
     /// The OS does not allow the call: it breaks the requirement `rule` (docs/requirements.md).
     NotAllowed {
         /// The requirement, `NF-nn`.
@@ -70,6 +87,70 @@ pub enum SimError {
     Internal(&'static str),
     /// The call misuses the test-facing API, or asks for what is not simulated.
     Simulation(String),
+}
+
+/// An error of another layer that a [`SimError`] carries as its source; shared so the error
+/// stays `Clone`.
+#[derive(Clone, Debug)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    /// The wrapped error.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for Cause {
+    fn from(e: E) -> Self {
+        Self(Arc::new(e))
+    }
+}
+
+/// Two causes are equal when they say the same (errors of other layers have no equality).
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Cause {}
+
+impl SimError {
+    /// A failed setup step with no further cause.
+    pub fn setup(step: impl Into<String>) -> Self {
+        Self::Setup {
+            step: step.into(),
+            source: None,
+        }
+    }
+
+    /// A setup step that failed with `source`.
+    pub fn setup_from(step: impl Into<String>, source: impl Into<Cause>) -> Self {
+        Self::Setup {
+            step: step.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A setup step whose layer reports its failure as text only.
+    pub fn setup_said(step: impl Into<String>, why: String) -> Self {
+        let e: Box<dyn std::error::Error + Send + Sync> = why.into();
+        Self::Setup {
+            step: step.into(),
+            source: Some(Cause(Arc::from(e))),
+        }
+    }
+
+    /// The failure status the call was answered with, whether a named DDI's
+    /// ([`SimError::Ddi`]) or one the OS carries ([`SimError::DdiFailed`]); `None` for an
+    /// error of another kind.
+    pub fn status(&self) -> Option<NTSTATUS> {
+        match self {
+            Self::DdiFailed(s) | Self::Ddi { status: s, .. } => Some(*s),
+            _ => None,
+        }
+    }
 }
 
 impl From<Fault> for SimError {
@@ -86,6 +167,9 @@ impl fmt::Display for SimError {
         match self {
             Self::Bugcheck(b) => write!(f, "bug check: {b}"),
             Self::DdiFailed(s) => write!(f, "DDI failed: NTSTATUS {:#010x}", *s as u32),
+            Self::Ddi { ddi, status } => {
+                write!(f, "{ddi} failed: NTSTATUS {:#010x}", *status as u32)
+            }
             Self::Rejected(m) => write!(f, "rejected by the OS: {m}"),
             Self::StartRefused { rule, status, why } => write!(
                 f,
@@ -100,7 +184,12 @@ impl fmt::Display for SimError {
             Self::Gone(what) => write!(f, "{what} is gone"),
             Self::OutOfMemory(what) => write!(f, "out of system memory for {what}"),
             Self::Stuck(m) => write!(f, "stuck: {m}"),
-            Self::Setup(m) => write!(f, "setup failed: {m}"),
+            // The cause's text is part of the message: most callers print only this error.
+            Self::Setup {
+                step,
+                source: Some(c),
+            } => write!(f, "setup failed: {step}: {}", c.0),
+            Self::Setup { step, source: None } => write!(f, "setup failed: {step}"),
             Self::NotAllowed { rule, why } => write!(f, "{rule}: {why}"),
             Self::Internal(m) => write!(f, "simulation defect: {m}"),
             Self::Simulation(m) => write!(f, "simulation error: {m}"),
@@ -108,7 +197,16 @@ impl fmt::Display for SimError {
     }
 }
 
-impl std::error::Error for SimError {}
+impl std::error::Error for SimError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Setup {
+                source: Some(c), ..
+            } => Some(c.get()),
+            _ => None,
+        }
+    }
+}
 
 /// `STATUS_IO_TIMEOUT`: a blocking wait that timed out (threaded mode) or could never be
 /// satisfied (step mode: the machine went idle).

@@ -29,10 +29,7 @@ pub trait DeviceTable: AdapterTable {
 }
 
 fn sim_status(e: &crate::SimError) -> NtStatus {
-    match e {
-        crate::SimError::DdiFailed(s) => NtStatus(*s),
-        _ => NtStatus(STATUS_UNSUCCESSFUL),
-    }
+    NtStatus(e.status().unwrap_or(STATUS_UNSUCCESSFUL))
 }
 
 /// `DxgkCreateDeviceImpl` for the caller's structure `a`, in 24H2's order:

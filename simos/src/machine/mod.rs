@@ -150,12 +150,10 @@ impl Machine {
             None => Vec::new(),
         };
         if config.pci.is_some() && config.mode != Mode::Threaded {
-            return Err(SimError::Setup(
-                "a PCI board needs a threaded machine".into(),
-            ));
+            return Err(SimError::setup("a PCI board needs a threaded machine"));
         }
         if config.pci.is_some() && config.adapters.len() > pci_functions.len() {
-            return Err(SimError::Setup(format!(
+            return Err(SimError::setup(format!(
                 "{} adapters on {} rvgpu PCI function(s): one function each",
                 config.adapters.len(),
                 pci_functions.len()
@@ -596,14 +594,14 @@ impl Drop for Machine {
 fn pci_functions(spec: &PciSpec) -> Result<Vec<std::path::PathBuf>, SimError> {
     pci::resolve(spec)
         .map(|s| s.functions)
-        .map_err(|e| SimError::Setup(format!("PCI board: {e}")))
+        .map_err(|e| SimError::setup_from("PCI board", e))
 }
 
 /// The PCI functions a machine's adapters are (Linux only).
 #[cfg(not(target_os = "linux"))]
 fn pci_functions(_spec: &PciSpec) -> Result<Vec<std::path::PathBuf>, SimError> {
-    Err(SimError::Setup(
-        "a PCI board needs Linux (sysfs, /dev/mem, UIO)".into(),
+    Err(SimError::setup(
+        "a PCI board needs Linux (sysfs, /dev/mem, UIO)",
     ))
 }
 
@@ -616,7 +614,7 @@ fn open_pci(
     line: Arc<SimLine>,
 ) -> Result<Arc<pci::PciBoard>, SimError> {
     pci::PciBoard::open(function, spec, system, line, true)
-        .map_err(|e| SimError::Setup(format!("PCI board {}: {e}", function.display())))
+        .map_err(|e| SimError::setup_from(format!("PCI board {}", function.display()), e))
 }
 
 /// Opens a PCI board (Linux only).
@@ -627,8 +625,8 @@ fn open_pci(
     _system: Option<&Arc<Memory>>,
     _line: Arc<SimLine>,
 ) -> Result<Arc<dyn Board>, SimError> {
-    Err(SimError::Setup(
-        "a PCI board needs Linux (sysfs, /dev/mem, UIO)".into(),
+    Err(SimError::setup(
+        "a PCI board needs Linux (sysfs, /dev/mem, UIO)",
     ))
 }
 

@@ -325,7 +325,7 @@ fn describe(
     // SAFETY: the driver's DDI with its context and a valid argument block whose
     // one info and private data outlive the call.
     let st = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
-    ddi::check_status(st)?;
+    ddi::check_status(f, st)?;
     let kmd = info.hAllocation as usize;
     if kmd == 0 || info.Size == 0 {
         let msg = "driver bug: DxgkDdiCreateAllocation succeeded without a handle or size";
@@ -425,7 +425,7 @@ fn open_for_creator(
         unsafe { ddi::passive_with(a, f, device_kmd as HANDLE, &args as *const _) }
     };
     lock(&a.ums).creating.remove(&h);
-    ddi::check_status(st?)?;
+    ddi::check_status(f, st?)?;
     let handle = info.hDeviceSpecificAllocation as usize;
     if handle == 0 {
         let msg = "driver bug: DxgkDdiOpenAllocation succeeded without a device-specific handle";

@@ -113,7 +113,7 @@ pub(crate) fn os_disconnect(
             &mut args as *mut DXGKARG_DISCONNECTDOORBELL,
         )
     }?;
-    must_succeed(a, "DxgkDdiDisconnectDoorbell", status)?;
+    must_succeed(a, f, status)?;
     let mut os = lock(&a.ums);
     if let Some(d) = os.doorbells.get_mut(&h) {
         if d.state != DoorbellState::Aborted {

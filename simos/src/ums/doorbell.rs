@@ -256,7 +256,7 @@ pub(super) fn connect_ddi(
             doorbell: h,
             status,
         });
-        Err(SimError::DdiFailed(status))
+        Err(ddi::failed(f.routine(), status))
     };
     if woke {
         resume_power_suspended(a)?;
@@ -275,7 +275,7 @@ pub(super) fn destroy_doorbell(a: &AdapterShared, h: KmtHandle) -> Result<(), Si
         hDoorbell: kmd as HANDLE,
     };
     let status = value_ddi(a, f, &mut args)?;
-    must_succeed(a, "DxgkDdiDestroyDoorbell", status)?;
+    must_succeed(a, f, status)?;
     // Once the doorbell is gone the OS drops its references on the ring and ring control (UM-07)
     // and the UMD may free them: a queue still in a runlist would have the CMP read freed
     // memory at its next kick or commit.
@@ -443,7 +443,7 @@ pub(crate) fn create_doorbell(
         // lives across the call.
         unsafe { f(&mut args) }
     })?;
-    check_status(status)?;
+    check_status(f, status)?;
     let kmd = args.hDoorbell as usize;
     let mut os = lock(&a.ums);
     check_kmd_handle(
@@ -541,7 +541,7 @@ pub(crate) fn notify_work_submission(
         Flags: DXGKARG_NOTIFYWORKSUBMISSION_FLAGS::default(),
     };
     let status = value_ddi(a, f, &mut args)?;
-    must_succeed(a, "DxgkDdiNotifyWorkSubmission", status)?;
+    must_succeed(a, f, status)?;
     lock(&a.ums)
         .events
         .push(UmsEvent::NotifyWorkSubmission { doorbell: h });

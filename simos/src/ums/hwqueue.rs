@@ -18,7 +18,8 @@ use rvgpu_hw::pdd::{HwQueuePdd, PDD_MAGIC};
 use rvgpu_kmd::platform::Irql;
 use zerocopy::FromBytes;
 
-use crate::adapter::ddi::{self, check_status, not_supported, sim_err, table, At};
+use crate::adapter::ddi::{self, not_supported, sim_err, table, At};
+use crate::adapter::irql::Routine;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -689,7 +690,7 @@ pub(super) fn submit_raw_at(
     irql: Irql,
 ) -> Result<NTSTATUS, SimError> {
     let target = RawTarget::of(lock(&a.ums).queue_of(device, queue)?);
-    submit_to_driver(a, &target, &Packet { value, gpu, bytes }, irql)
+    submit_to_driver(a, &target, &Packet { value, gpu, bytes }, irql).map(|(_, status)| status)
 }
 
 /// What `DxgkDdiSubmitCommandToHwQueue` needs of a queue, read with the caller's other
@@ -718,13 +719,14 @@ struct Packet {
     bytes: u32,
 }
 
-/// `DxgkDdiSubmitCommandToHwQueue` for `t` at `irql`, under the queue's submit lock.
+/// `DxgkDdiSubmitCommandToHwQueue` for `t` at `irql`, under the queue's submit lock: the
+/// DDI's routine (to name it in a failure) and its status.
 fn submit_to_driver(
     a: &AdapterShared,
     t: &RawTarget,
     p: &Packet,
     irql: Irql,
-) -> Result<NTSTATUS, SimError> {
+) -> Result<(Routine, NTSTATUS), SimError> {
     // A queue without a progress fence is a user-mode one: the driver refuses it (UM-05) and
     // is told so by zero fence addresses.
     let (progress_gpu, progress_cpu) = t.progress.as_ref().map_or((0, std::ptr::null_mut()), |p| {
@@ -750,11 +752,12 @@ fn submit_to_driver(
             .handed_alone(&rvgpu_ddi::handover::SUBMIT_COMMAND_TO_HWQUEUE, &args);
     }
     let ctx = a.context();
-    ddi::call(a, f, At::Level(irql), |f| {
+    let status = ddi::call(a, f, At::Level(irql), |f| {
         // SAFETY: the driver's DDI with its context and a valid argument block naming its
         // queue.
         unsafe { f(ctx, &args) }
-    })
+    })?;
+    Ok((f.routine(), status))
 }
 
 /// `M:VidSchSubmitCommandToHwQueue` @0x140048F00 and the DDI for one kernel-mode submission
@@ -856,7 +859,7 @@ fn submit_admitted(
     // UM-13: the node's component is activated (F0), the adapter brought to D0 first, before
     // the kernel-mode submission and held until the last-queued value is recorded below.
     let active = node_active_in_d0(a, node)?;
-    let status = submit_to_driver(a, &target, &p, m.os_config().submit_irql)?;
+    let (submit, status) = submit_to_driver(a, &target, &p, m.os_config().submit_irql)?;
     if status < 0
         && status != STATUS_NOT_IMPLEMENTED
         && a.os.reading.submit_failure == SubmitFailure::DeviceError
@@ -867,7 +870,7 @@ fn submit_admitted(
         lock(&a.ums).events.push(UmsEvent::DeviceError { device });
         return Ok(());
     }
-    check_status(status)?;
+    ddi::check_routine(submit, status)?;
     last.fetch_max(p.value, Ordering::AcqRel);
     {
         let mut st = lock(&sched.st);

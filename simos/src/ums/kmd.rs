@@ -68,7 +68,7 @@ pub(crate) fn destroy_kmd_object(
         // SAFETY: the driver's DDI with its own handle of the object.
         unsafe { f(kmd as HANDLE) }
     })?;
-    must_succeed(a, name, status)
+    must_succeed(a, f, status)
 }
 
 /// The handle a create DDI returned: non-null and not the handle of another live object of

@@ -343,7 +343,7 @@ pub(super) fn set_power_state(
         // SAFETY: the driver's DDI with its context and the adapter's device UID.
         unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
     })?;
-    check_status(status)?;
+    check_status(f, status)?;
     if state != PowerDeviceD0 {
         // ...and down to D3hot once the function driver has let go of it: a power-down IRP
         // is handled by higher drivers before lower ones and completed by the bus driver
@@ -425,7 +425,7 @@ fn suspend_ddi(a: &AdapterShared, kmd: usize, fence: u64) -> Result<(), SimError
                 .into(),
         ));
     }
-    check_status(status)
+    check_status(f, status)
 }
 
 /// The OS resumes context `h` it suspended for `why`. For a context the KMD never heard of
@@ -458,7 +458,7 @@ pub(super) fn resume_context(
         let ctx = a.context();
         // SAFETY: the driver's DDI with its context and a valid argument block.
         let status = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
-        check_status(status)?;
+        check_status(f, status)?;
     }
     let mut os = lock(&a.ums);
     if let Some(c) = os.contexts.get_mut(&h) {

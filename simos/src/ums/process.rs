@@ -424,7 +424,7 @@ pub(crate) fn create_process(
     // it (DXGKARG_CREATEDEVICE::hKmdProcess).
     let kmd_process = m.vidmm_create_process(a, pid)?;
     match new_device(a, i, pid, kmd_process) {
-        Err(e @ SimError::DdiFailed(_)) => {
+        Err(e) if e.status().is_some() => {
             // The GPU process goes with the failed device (`DxgkDdiDestroyProcess`); a
             // failure there is the OS's own error and outranks the driver's refusal.
             m.vidmm_destroy_process(a, pid)?;
@@ -480,7 +480,7 @@ fn new_device(
             status as u32
         ));
     }
-    check_status(status)?;
+    check_status(f, status)?;
     let kmd = args.hDevice as usize;
     if a.state.tdr_history.is_blocked(pid, i) {
         destroy_kmd!(a, table(a)?, DxgkDdiDestroyDevice, "device", kmd)?;

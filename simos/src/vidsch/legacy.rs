@@ -657,7 +657,7 @@ pub(crate) fn query_current_fence(a: &AdapterShared, node: u32) -> Result<u32, S
         // SAFETY: the driver's DDI with its context and a valid argument block.
         unsafe { f(ctx, &mut args) }
     })?;
-    ddi::check_status(st)?;
+    ddi::check_status(f, st)?;
     Ok(args.CurrentFence)
 }
 

@@ -90,7 +90,7 @@ impl Machine {
         let f = ddi::table_slot!(&a, DxgkDdiQueryDependentEngineGroup)?
             .ok_or(SimError::DdiFailed(STATUS_NOT_SUPPORTED))?;
         let (st, mask) = dependent_group(&a, f, node)?;
-        check_status(st)?;
+        check_status(f, st)?;
         Ok(mask)
     }
 
@@ -112,7 +112,7 @@ impl Machine {
         let ctx = a.context();
         // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
         let st = unsafe { ddi::passive_with(&a, f, ctx, &args) }?;
-        check_status(st)?;
+        check_status(f, st)?;
         let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
     }

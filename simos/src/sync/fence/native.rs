@@ -226,7 +226,7 @@ pub(super) fn create_on(
     // naming it is legitimate.
     lock(&a.native_fences).insert(global);
     let status = context_call(a, create, &mut args);
-    if let Err(e) = status.and_then(check_status) {
+    if let Err(e) = status.and_then(|s| check_status(create, s)) {
         lock(&a.native_fences).remove(&global);
         let mut os = lock(&a.fence_os);
         os.release_value(&cv);
@@ -287,7 +287,7 @@ pub(super) fn create_on(
     };
     let local = next_handle();
     let mut oargs = open_args(global, local, kmd_device, va);
-    let r = context_call(a, open, &mut oargs).and_then(check_status);
+    let r = context_call(a, open, &mut oargs).and_then(|s| check_status(open, s));
     if let Err(e) = r {
         let _ = unmap_fence_pages(a, &obj, process, vm);
         let _ = destroy_global(a, &obj);
@@ -436,7 +436,7 @@ pub(super) fn destroy_global(a: &AdapterShared, obj: &FenceObj) -> Result<(), Si
         Reserved: [0; 32],
     };
     let status = destroy_call(a, destroy, &mut args)?;
-    check_status(status)?;
+    check_status(destroy, status)?;
     // The driver guarantees its ISR can no longer name it (NF-14).
     lock(&a.native_fences).remove(&obj.global);
     let mut os = lock(&a.fence_os);
@@ -543,7 +543,7 @@ fn open_instance(
     let local = next_handle();
     let mut args = open_args(fence.obj.global, local, kmd_device, va);
     let status = context_call(a, open, &mut args)?;
-    check_status(status)?;
+    check_status(open, status)?;
     let mut st = lock(&fence.obj.st);
     st.instances.insert(local, process);
     st.devices.insert(local, device);
@@ -685,7 +685,7 @@ fn close_instance(a: &Arc<AdapterShared>, fence: &NativeFence) -> Result<(), Sim
         Reserved: [0; 32],
     };
     let status = context_call(a, close, &mut args)?;
-    check_status(status)?;
+    check_status(close, status)?;
     let last = {
         let mut st = lock(&obj.st);
         st.instances.remove(&fence.local);

@@ -16,6 +16,7 @@ use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Irql;
 
 use crate::adapter::ddi::{self, check_status, At};
+use crate::adapter::irql::Routine;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -53,7 +54,7 @@ pub(crate) fn query_caps(
     };
     let status =
         ddi::query_adapter_info(a, q, DXGKQAITYPE_NATIVE_FENCE_CAPS, At::Caller, &mut caps)?;
-    check_status(status)?;
+    check_status(q, status)?;
     Ok(caps)
 }
 
@@ -157,12 +158,13 @@ fn synchronized(
 /// (`M:VidSchiUpdateNativeFenceMonitoredValue`, `M:VidSchiUpdateNativeFenceCurrentValue`).
 fn check_update_status(
     a: &AdapterShared,
+    routine: Routine,
     status: NTSTATUS,
     code: u64,
     handle: usize,
 ) -> Result<(), SimError> {
     if status >= 0 || a.os.reading.value_updates == ValueUpdates::BatchedWithCpuVa {
-        return check_status(status);
+        return ddi::check_routine(routine, status);
     }
     let b = crate::BugCheck::video_scheduler(code, status as u32 as u64, handle as u64, 0);
     a.state.raise_bugcheck(b);
@@ -190,7 +192,13 @@ fn update_monitored_call(
         unsafe { ddi::call_arg(a, f, At::Level(Irql::Device), &args) }
     })?;
     lock(&a.fence_os).update_monitored_calls += 1;
-    check_update_status(a, status, 0x12, entries.first().map_or(0, |e| e.0))
+    check_update_status(
+        a,
+        f.routine(),
+        status,
+        0x12,
+        entries.first().map_or(0, |e| e.0),
+    )
 }
 
 /// What a `DxgkDdiUpdateCurrentValuesFromCpu` call tells the driver (its flags).
@@ -295,5 +303,11 @@ fn update_current_call(
         CpuUpdateIrql::Dispatch => call()?,
     };
     lock(&a.fence_os).update_current_calls += 1;
-    check_update_status(a, status, 0x13, entries.first().map_or(0, |e| e.0))
+    check_update_status(
+        a,
+        f.routine(),
+        status,
+        0x13,
+        entries.first().map_or(0, |e| e.0),
+    )
 }

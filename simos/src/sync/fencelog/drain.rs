@@ -367,7 +367,7 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
         })?
     };
     let q1 = qpc();
-    crate::adapter::ddi::check_status(status)?;
+    crate::adapter::ddi::check_status(f, status)?;
     let hz = u64::from(a.device.config().clock_hz);
     // DXGK_GPUCLOCKDATA is packed: copy the fields out before formatting them.
     let (gpu_frequency, gpu_counter, cpu_counter) = (

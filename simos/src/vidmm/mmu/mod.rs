@@ -846,7 +846,7 @@ fn ddi_create_process(
     let ctx = a.context();
     // SAFETY: the driver's DDI with its context and a valid argument block.
     let st = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
-    ddi::check_status(st)?;
+    ddi::check_status(f, st)?;
     let kmd = args.hKmdProcess as usize;
     if kmd == 0 {
         return Err(sim(

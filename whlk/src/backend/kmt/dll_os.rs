@@ -15,8 +15,6 @@
 
 use std::sync::Arc;
 
-use rvgpu_simos::SimError;
-
 use super::dll::DllSession;
 use crate::backend::sim::control;
 use crate::backend::sim::failure;
@@ -95,7 +93,7 @@ impl OsControl for DllSession {
         for h in objects {
             match self.machine().suspend_context(&ums, h) {
                 Ok(()) => self.suspended.push((p.0, h)),
-                Err(SimError::DdiFailed(_)) => {}
+                Err(e) if e.status().is_some() => {}
                 Err(e) => return Err(failure(e)),
             }
         }

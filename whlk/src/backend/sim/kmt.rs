@@ -212,11 +212,9 @@ impl Kmt for SessKmt {
 }
 
 fn sim_status(e: SimError) -> NtStatus {
-    match e {
-        SimError::DdiFailed(s) => NtStatus(s),
-        // A halted machine: the session reports the fault itself (`KmtMachine::fault`).
-        _ => NtStatus(STATUS_UNSUCCESSFUL),
-    }
+    // A halted machine has no status: the session reports the fault itself
+    // (`KmtMachine::fault`).
+    NtStatus(e.status().unwrap_or(STATUS_UNSUCCESSFUL))
 }
 
 fn fence_wait(o: WaitOutcome) -> FenceWait {

@@ -498,7 +498,7 @@ pub(crate) fn failure(e: SimError) -> Failure {
             code: b.code,
             params: b.params,
         }),
-        SimError::DdiFailed(s) => Failure::DdiFailed(s),
+        SimError::DdiFailed(s) | SimError::Ddi { status: s, .. } => Failure::DdiFailed(s),
         SimError::Rejected(m) => Failure::Backend(format!("start refused by the OS: {m}")),
         e @ SimError::StartRefused { .. } => Failure::Backend(e.to_string()),
         SimError::Simulation(m) | SimError::Violation(m) => Failure::Backend(m),

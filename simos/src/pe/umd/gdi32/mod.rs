@@ -269,10 +269,7 @@ fn query_adapter_info(p: &UserProcess, at: u64) -> Status {
 }
 
 fn sim_status(e: &crate::SimError) -> u32 {
-    match e {
-        crate::SimError::DdiFailed(s) => *s as u32,
-        _ => STATUS_UNSUCCESSFUL,
-    }
+    e.status().map_or(STATUS_UNSUCCESSFUL, |s| s as u32)
 }
 
 // ---------------------------------------------------------------------------------------------
