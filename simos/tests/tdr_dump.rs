@@ -259,8 +259,8 @@ fn tdr_01_collect_dbg_info2_level_zero() {
         let collector = s.spawn(move || {
             let m = m_ref;
             let mut n = 0usize;
-            while resets(&m) == 0 && n < 100_000 {
-                let (st, b) = ok(&m, m.collect_dbg_info2(0, 4096));
+            while resets(m) == 0 && n < 100_000 {
+                let (st, b) = ok(m, m.collect_dbg_info2(0, 4096));
                 assert_eq!(st, 0);
                 let hd = tdrdump::header(&b).expect("a whole header");
                 assert_eq!(hd.records, 2);
