@@ -824,14 +824,16 @@ fn start_checks(
                 Ok(()) => fence_caps = Some(c),
                 Err(w) => why = Some(w),
             },
-            Err(SimError::DdiFailed(s)) => {
-                why = Some(format!(
-                    "DXGKQAITYPE_NATIVE_FENCE_CAPS failed ({:#010x}) with NativeGpuFence \
-                     advertised",
-                    s as u32
-                ))
-            }
-            Err(e) => return Err(e),
+            Err(e) => match e.status() {
+                Some(s) => {
+                    why = Some(format!(
+                        "DXGKQAITYPE_NATIVE_FENCE_CAPS failed ({:#010x}) with NativeGpuFence \
+                         advertised",
+                        s as u32
+                    ))
+                }
+                None => return Err(e),
+            },
         }
     }
     lock(&a.fence_os).caps = fence_caps;

@@ -158,6 +158,40 @@ fn nf_10_start_fails_when_native_fences_advertised_without_feature() {
     }
 }
 
+/// NF-11: the OS asks a driver that advertises native fences for their caps; a driver that
+/// fails the query does not start (the OS's refusal, not the DDI's status, is the answer).
+#[test]
+fn nf_11_a_failed_native_fence_caps_query_refuses_the_start() {
+    use rvgpu_ddi::adapter::{DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_NATIVE_FENCE_CAPS};
+    use rvgpu_ddi::{HANDLE, NTSTATUS};
+    /// The real QueryAdapterInfo, but the native-fence caps query fails.
+    unsafe extern "system" fn no_fence_caps(
+        ctx: HANDLE,
+        args: *const DXGKARG_QUERYADAPTERINFO,
+    ) -> NTSTATUS {
+        // SAFETY: the OS passes a valid argument block.
+        if unsafe { (*args).Type } == DXGKQAITYPE_NATIVE_FENCE_CAPS {
+            return rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
+        }
+        // SAFETY: forwarding the OS's arguments to the driver's own routine.
+        unsafe { common::real_qai(ctx, args) }
+    }
+
+    let mut m = Machine::new(MachineConfig::single(Mode::Step));
+    match common::start_with_qai_hook(&mut m, no_fence_caps, |_| {}) {
+        Err(SimError::Rejected(why)) => {
+            assert!(
+                why.contains("NATIVE_FENCE_CAPS failed (0xc00000bb)"),
+                "{why}"
+            )
+        }
+        other => panic!(
+            "expected the OS to refuse the start, got {other:?}; log {:#?}",
+            m.driver_log()
+        ),
+    }
+}
+
 #[test]
 fn dxgk_initialize_rejects_missing_mandatory_slot() {
     let mut m = Machine::new(MachineConfig::single(Mode::Step));
