@@ -424,6 +424,19 @@ pub trait AllocationCpu {
             self.store(offset, value);
         }
     }
+    /// Whether [`store_run`](Self::store_run) checks its bound once per run rather than per
+    /// word ([`RingMemory::RUNS`](crate::ring::RingMemory::RUNS)).
+    const RUNS: bool = false;
+    /// Stores at most `len` of `words` at words `index..index + len`, as
+    /// [`store_word`](Self::store_word) each (a run out of range is ignored).
+    #[inline(always)]
+    fn store_run(&self, index: u64, len: usize, words: impl Iterator<Item = u64>) {
+        let mut i = index;
+        for w in words.take(len) {
+            self.store_word(i, w);
+            i = i.wrapping_add(1);
+        }
+    }
     /// The start of the CPU mapping, for callers that hand it on (the C API's buffer locks).
     /// Default: null, for implementations whose memory has no address in this process (the
     /// simulated machine).
@@ -870,9 +883,14 @@ pub struct RingView<M> {
 }
 
 impl<M: AllocationCpu> RingMemory for RingView<M> {
+    const RUNS: bool = M::RUNS;
     #[inline]
     fn store_word(&self, index: u64, value: u64) {
         self.ring.store_word(index, value);
+    }
+    #[inline(always)]
+    fn store_run(&self, index: u64, len: usize, words: impl Iterator<Item = u64>) {
+        self.ring.store_run(index, len, words);
     }
     fn load_read_ptr(&self) -> u64 {
         self.control.load(rvgpu_hw::queue::RingControl::READ_PTR)

@@ -45,6 +45,20 @@ pub(crate) fn for_each_word(cmd: &Command, mut put: impl FnMut(u64)) -> bool {
 pub trait RingMemory {
     /// Stores `value` at word `index` of the ring (`index` < ring words).
     fn store_word(&self, index: u64, value: u64);
+    /// Whether [`store_run`](Self::store_run) is cheaper than word by word (a mapping that
+    /// checks its bound once per run); otherwise packets go out word by word.
+    const RUNS: bool = false;
+    /// Stores at most `len` items of `words` at words `index..index + len` of the ring (the
+    /// caller splits a packet at the ring's end). Default: word by word; a mapped ring
+    /// overrides it to check its bound once per run rather than once per word.
+    #[inline(always)]
+    fn store_run(&self, index: u64, len: usize, words: impl Iterator<Item = u64>) {
+        let mut i = index;
+        for w in words.take(len) {
+            self.store_word(i, w);
+            i = i.wrapping_add(1);
+        }
+    }
     /// Loads the CMP's read pointer from ring control (Acquire: the CMP is done with the words
     /// before it).
     fn load_read_ptr(&self) -> u64;
@@ -293,6 +307,22 @@ impl<M: RingMemory> RingSink<'_, M> {
         self.mem.store_word(u64::from(index), word);
         self.ptr = self.ptr.wrapping_add(8);
     }
+
+    /// Stores a packet of `len` words from the write pointer, `part(a, b)` giving its words
+    /// `a..b`: one run up to the ring's end and, for a packet that wraps, a second from word 0
+    /// (the caller took `len` from the budget, so the second never reaches the first).
+    #[inline(always)]
+    fn run<I: Iterator<Item = u64>>(&mut self, len: usize, part: impl Fn(usize, usize) -> I) {
+        let mask = self.mask as u32;
+        let index = (self.ptr / 8) as u32 & mask;
+        let to_end = (mask - index) as usize + 1;
+        let first = len.min(to_end);
+        self.mem.store_run(u64::from(index), first, part(0, first));
+        if first < len {
+            self.mem.store_run(0, len - first, part(first, len));
+        }
+        self.ptr = self.ptr.wrapping_add((len as u64).wrapping_mul(8));
+    }
 }
 
 impl<M: RingMemory> WordSink for RingSink<'_, M> {
@@ -301,20 +331,37 @@ impl<M: RingMemory> WordSink for RingSink<'_, M> {
         if !self.budget.take(words.len() as u64) {
             return false;
         }
-        for &w in words {
-            self.store(w);
+        if !M::RUNS {
+            for &w in words {
+                self.store(w);
+            }
+            return true;
         }
+        self.run(words.len(), |a, b| {
+            words.get(a..b).unwrap_or_default().iter().copied()
+        });
         true
     }
 
     #[inline(always)]
     fn pairs(&mut self, dwords: &[u32]) -> bool {
-        if !self.budget.take((dwords.len() / 2) as u64) {
+        let len = dwords.len() / 2;
+        if !self.budget.take(len as u64) {
             return false;
         }
-        for p in dwords.chunks_exact(2) {
-            self.store(crate::packets::pair(p, 0).unwrap_or(0));
+        if !M::RUNS {
+            for p in dwords.chunks_exact(2) {
+                self.store(crate::packets::pair(p, 0).unwrap_or(0));
+            }
+            return true;
         }
+        self.run(len, |a, b| {
+            dwords
+                .get(2 * a..2 * b)
+                .unwrap_or_default()
+                .chunks_exact(2)
+                .map(|p| crate::packets::pair(p, 0).unwrap_or(0))
+        });
         true
     }
 
@@ -501,5 +548,76 @@ mod tests {
         assert!(m.words.borrow()[(bytes / 8) as usize..]
             .iter()
             .all(|w| *w == 0));
+    }
+
+    /// Ring memory that records each run it is given (its bound checked once per run).
+    struct RunMem {
+        words: RefCell<Vec<u64>>,
+        runs: RefCell<Vec<(u64, usize)>>,
+    }
+
+    impl RingMemory for &RunMem {
+        const RUNS: bool = true;
+        fn store_word(&self, _: u64, _: u64) {
+            panic!("a packet is stored as runs, not word by word");
+        }
+        fn store_run(&self, index: u64, len: usize, words: impl Iterator<Item = u64>) {
+            self.runs.borrow_mut().push((index, len));
+            let mut w = self.words.borrow_mut();
+            for (k, v) in words.take(len).enumerate() {
+                w[index as usize + k] = v;
+            }
+        }
+        fn load_read_ptr(&self) -> u64 {
+            0
+        }
+        fn store_write_ptr(&self, _: u64) {}
+    }
+
+    /// UM-16 (the ring append): each packet, given as words or as dword pairs, reaches the
+    /// ring memory as one run of contiguous words, or two where it wraps at the ring's end
+    /// (its end, then word 0), so a mapped ring checks its bound once per run; the words
+    /// land where the CMP reads them.
+    #[test]
+    fn um_16_packets_reach_ring_memory_as_one_run_or_two_at_the_wrap() {
+        let fill = Command::Fill {
+            dst: 0x1000,
+            bytes: 64,
+            pattern: 1,
+        };
+        let tail = progress_words(9);
+        let mut enc = [0u64; 8];
+        let n = fill.encode(&mut enc).unwrap();
+        let dwords: Vec<u32> = enc[..n]
+            .iter()
+            .flat_map(|w| [*w as u32, (*w >> 32) as u32])
+            .collect();
+        for batch in [&[fill][..], &[]] {
+            let m = RunMem {
+                words: RefCell::new(vec![0; 32]),
+                runs: RefCell::new(Vec::new()),
+            };
+            // Two words before the end: the FILL wraps, the PROGRESS follows from word 2.
+            let start = 256 - 16;
+            let mut r = RingWriter::new(&m, 256, start).unwrap();
+            let d = crate::packets::Dwords(&dwords);
+            let stored = if batch.is_empty() {
+                r.push_packets(&d, &tail, 256)
+            } else {
+                r.push_packets(batch, &tail, 256)
+            };
+            assert_eq!(stored, Ok(()));
+            let what = if batch.is_empty() { "pairs" } else { "words" };
+            assert_eq!(
+                *m.runs.borrow(),
+                [(30, 2), (0, n - 2), ((n - 2) as u64, 2)],
+                "{what}"
+            );
+            let w = m.words.borrow();
+            let read: Vec<u64> = (0..n).map(|i| w[(30 + i) % 32]).collect();
+            assert_eq!(decode(&read).unwrap(), fill, "{what}");
+            assert_eq!(&w[n - 2..n], &tail, "{what}");
+            assert_eq!(r.write_ptr(), start + 8 * (n as u64 + 2), "{what}");
+        }
     }
 }

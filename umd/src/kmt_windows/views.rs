@@ -36,6 +36,7 @@ impl WinMem {
 }
 
 impl AllocationCpu for WinMem {
+    const RUNS: bool = true;
     fn store(&self, offset: u64, value: u64) {
         if let Some(w) = self.word(offset) {
             w.store(value, Ordering::Release);
@@ -56,6 +57,33 @@ impl AllocationCpu for WinMem {
                 // accessed only atomically.
                 unsafe { AtomicU64::from_ptr(p) }.store(value, Ordering::Release);
             }
+        }
+    }
+    #[inline(always)]
+    fn store_run(&self, index: u64, len: usize, words: impl Iterator<Item = u64>) {
+        // The ring's stores: one bound check per run (a packet, or its part before the
+        // ring's end), then plain stores.
+        let Some(end) = index.checked_add(len as u64) else {
+            return;
+        };
+        if end > self.size / 8 {
+            return;
+        }
+        let Ok(start) = usize::try_from(index) else {
+            return;
+        };
+        // SAFETY: `base` is the CPU mapping of `size` bytes that `Lock2` returned and
+        // `start + len <= size / 8` (checked above), so `first` is inside the mapping or one
+        // past its end.
+        let first = unsafe { self.base.add(start) };
+        // SAFETY: words `start..start + len` lie inside the mapping (checked above);
+        // 8-aligned (checked at creation), mapped until the allocation is destroyed (as in
+        // `word`), and this process and the GPU access them only atomically, so a shared slice
+        // of atomics over them is sound.
+        let slots =
+            unsafe { core::slice::from_raw_parts(first.cast_const().cast::<AtomicU64>(), len) };
+        for (slot, w) in slots.iter().zip(words) {
+            slot.store(w, Ordering::Release);
         }
     }
     fn cpu_ptr(&self) -> *mut u8 {
