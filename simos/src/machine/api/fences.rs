@@ -276,7 +276,9 @@ impl Machine {
     /// time (a round is a millisecond), ending early when a round makes no progress and no
     /// kernel timer is due within what is left: a load on the host does not shorten it.
     /// Returns the outcome, or `None` when `timeout` passed or (step mode) nothing but the
-    /// caller could still satisfy the wait; the caller then withdraws its wait.
+    /// caller could still satisfy the wait; the caller then withdraws its wait. (Its one
+    /// caller is the emulated process's gdi32, which builds on Linux only.)
+    #[cfg(target_os = "linux")]
     pub(crate) fn drive_wait(
         &self,
         ev: &SimEvent,
