@@ -425,7 +425,7 @@ pub trait AllocationCpu {
         }
     }
     /// Whether [`store_run`](Self::store_run) checks its bound once per run rather than per
-    /// word ([`RingMemory::RUNS`](crate::ring::RingMemory::RUNS)).
+    /// word ([`RingMemory::RUNS`]).
     const RUNS: bool = false;
     /// Stores at most `len` of `words` at words `index..index + len`, as
     /// [`store_word`](Self::store_word) each (a run out of range is ignored).

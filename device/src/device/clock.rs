@@ -77,7 +77,7 @@ pub(crate) const STEP_ALLOWANCE: Duration = Duration::from_millis(5);
 
 /// The machine's run time (threaded mode): host time during which the emulated GPU ran or
 /// waited of its own accord, not time its CMP thread was ready but not scheduled by the host.
-/// The CMP thread credits it ([`RunWriter`]); a reader between two credits sees the host time
+/// The CMP thread credits it (its `RunWriter`); a reader between two credits sees the host time
 /// since the last one, up to what that step may count, so it never gets ahead of the CMP
 /// thread, and readers never see it run backwards (a reader's host time is taken after it has
 /// seen the last credit, the writer's after it has begun the next). A timeout meaning "the GPU did not move" is measured on it (the simulated OS's

@@ -170,7 +170,7 @@ pub struct TdrConfig {
     /// Step mode: rounds without progress before a timeout (> the device's 200-step hang
     /// detection, docs/tdr.md#the-simulated-os).
     pub timeout_steps: u64,
-    /// Threaded mode: the machine's time without progress before a timeout ([`TdrOs::now`]).
+    /// Threaded mode: the machine's time without progress before a timeout (see `TdrOs::now`).
     pub timeout: Duration,
     /// Step mode: rounds to wait for `DmaPreempted`.
     pub preempt_steps: u64,
