@@ -241,6 +241,23 @@ impl MapGpuVa {
             ..Self::default()
         }
     }
+
+    /// The thunk's argument block with these inputs (its outputs zero), as the Windows
+    /// thunks and the simulated ones both pass it.
+    pub fn block(&self) -> rvgpu_ddi::d3dkmt::D3DDDI_MAPGPUVIRTUALADDRESS {
+        rvgpu_ddi::d3dkmt::D3DDDI_MAPGPUVIRTUALADDRESS {
+            hPagingQueue: self.paging_queue,
+            BaseAddress: self.base,
+            MinimumAddress: self.minimum,
+            MaximumAddress: self.maximum,
+            hAllocation: self.allocation,
+            OffsetInPages: self.offset_in_pages,
+            SizeInPages: self.size_in_pages,
+            Protection: self.protection.0,
+            DriverProtection: self.driver_protection,
+            ..Default::default()
+        }
+    }
 }
 
 /// What a successful `D3DKMTMapGpuVirtualAddress` returns.

@@ -185,18 +185,7 @@ pub(super) fn umd_map(
     p: UmsProcess,
     r: &MapGpuVa,
 ) -> Result<rvgpu_umd::kmt::MappedGpuVa, NtStatus> {
-    let mut a = D3DDDI_MAPGPUVIRTUALADDRESS {
-        hPagingQueue: r.paging_queue,
-        BaseAddress: r.base,
-        MinimumAddress: r.minimum,
-        MaximumAddress: r.maximum,
-        hAllocation: r.allocation,
-        OffsetInPages: r.offset_in_pages,
-        SizeInPages: r.size_in_pages,
-        Protection: r.protection.0,
-        DriverProtection: r.driver_protection,
-        ..Default::default()
-    };
+    let mut a = r.block();
     let queue_device = paging_queue_device(m, &p, r.paging_queue);
     let owner = allocation_device(m, &p, r.allocation);
     let queue = |_| (queue_device == Some(p.device)).then_some(p);

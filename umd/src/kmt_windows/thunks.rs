@@ -34,12 +34,11 @@ use crate::kmt::{
     QueueProgress, ReserveGpuVa, UpdateGpuVa, UpdateGpuVaOp,
 };
 use rvgpu_ddi::d3dkmt::{
-    d3dkmt_ptr, D3DDDI_ALLOCATIONINFO2, D3DDDI_EVICT_FLAGS, D3DDDI_MAPGPUVIRTUALADDRESS,
-    D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
-    D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATEALLOCATION, D3DKMT_CREATEHWQUEUE,
-    D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATE_DOORBELL, D3DKMT_DESTROY_DOORBELL, D3DKMT_EVICT,
-    D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_INVALIDATECACHE, D3DKMT_LOCK2,
-    D3DKMT_NOTIFY_WORK_SUBMISSION, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE,
+    d3dkmt_ptr, D3DDDI_ALLOCATIONINFO2, D3DDDI_EVICT_FLAGS, D3DDDI_RESERVEGPUVIRTUALADDRESS,
+    D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION, D3DKMT_CONNECT_DOORBELL, D3DKMT_CREATEALLOCATION,
+    D3DKMT_CREATEHWQUEUE, D3DKMT_CREATEPAGINGQUEUE, D3DKMT_CREATE_DOORBELL,
+    D3DKMT_DESTROY_DOORBELL, D3DKMT_EVICT, D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_INVALIDATECACHE,
+    D3DKMT_LOCK2, D3DKMT_NOTIFY_WORK_SUBMISSION, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE,
     D3DKMT_SUBMITCOMMANDTOHWQUEUE, D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE,
     D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE, D3DKMT_UNLOCK2, D3DKMT_UPDATEGPUVIRTUALADDRESS,
 };
@@ -724,18 +723,7 @@ impl Kmt for WinKmt {
     /// `STATUS_PENDING` is success: the mapping is usable once the paging fence reaches
     /// `PagingFenceValue`.
     fn map_gpu_va(&self, r: &MapGpuVa) -> Result<MappedGpuVa, NtStatus> {
-        let mut args = D3DDDI_MAPGPUVIRTUALADDRESS {
-            hPagingQueue: r.paging_queue,
-            BaseAddress: r.base,
-            MinimumAddress: r.minimum,
-            MaximumAddress: r.maximum,
-            hAllocation: r.allocation,
-            OffsetInPages: r.offset_in_pages,
-            SizeInPages: r.size_in_pages,
-            Protection: r.protection.0,
-            DriverProtection: r.driver_protection,
-            ..Default::default()
-        };
+        let mut args = r.block();
         // SAFETY: the D3DDDI_MAPGPUVIRTUALADDRESS layout (asserted with its definition),
         // initialised; the thunk writes the outputs.
         let st = unsafe { D3DKMTMapGpuVirtualAddress(ptr::from_mut(&mut args).cast()) };
