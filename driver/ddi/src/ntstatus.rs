@@ -45,6 +45,10 @@ pub const STATUS_OBJECT_TYPE_MISMATCH: NTSTATUS = code(0xC000_0024);
 pub const STATUS_OBJECT_NAME_INVALID: NTSTATUS = code(0xC000_0033);
 /// No object of that name.
 pub const STATUS_OBJECT_NAME_NOT_FOUND: NTSTATUS = code(0xC000_0034);
+/// A structure's revision is not one the callee knows.
+pub const STATUS_REVISION_MISMATCH: NTSTATUS = code(0xC000_0059);
+/// An image is not a valid executable (the loader).
+pub const STATUS_INVALID_IMAGE_FORMAT: NTSTATUS = code(0xC000_007B);
 /// A procedure (an export) not found.
 pub const STATUS_PROCEDURE_NOT_FOUND: NTSTATUS = code(0xC000_007A);
 /// An instruction the hardware does not support.
@@ -61,8 +65,18 @@ pub const STATUS_DEVICE_NOT_READY: NTSTATUS = code(0xC000_00A3);
 pub const STATUS_IO_TIMEOUT: NTSTATUS = code(0xC000_00B5);
 /// The request is not supported.
 pub const STATUS_NOT_SUPPORTED: NTSTATUS = code(0xC000_00BB);
+/// An image has no MZ header (the loader).
+pub const STATUS_INVALID_IMAGE_NOT_MZ: NTSTATUS = code(0xC000_012F);
+/// An image's sections cannot be given the protection they ask for (the loader).
+pub const STATUS_INVALID_IMAGE_PROTECT: NTSTATUS = code(0xC000_0130);
+/// A device's configuration is in error (PnP start).
+pub const STATUS_DEVICE_CONFIGURATION_ERROR: NTSTATUS = code(0xC000_0182);
 /// The image is already loaded.
 pub const STATUS_IMAGE_ALREADY_LOADED: NTSTATUS = code(0xC000_010E);
+/// An import by ordinal names no export of the driver it imports from (the loader).
+pub const STATUS_DRIVER_ORDINAL_NOT_FOUND: NTSTATUS = code(0xC000_0262);
+/// An import by name names no export of the driver it imports from (the loader).
+pub const STATUS_DRIVER_ENTRYPOINT_NOT_FOUND: NTSTATUS = code(0xC000_0263);
 /// A wait would deadlock (the loader lock's timeout).
 pub const STATUS_POSSIBLE_DEADLOCK: NTSTATUS = code(0xC000_0194);
 /// The device is in a state that does not allow the request.
@@ -77,6 +91,8 @@ pub const STATUS_DEVICE_REMOVED: NTSTATUS = code(0xC000_02B6);
 pub const STATUS_DEVICE_HUNG: NTSTATUS = code(0xC000_0507);
 /// The device reported a hardware error.
 pub const STATUS_DEVICE_HARDWARE_ERROR: NTSTATUS = code(0xC000_0483);
+/// An image's hash is not in a catalog the code-integrity check trusts.
+pub const STATUS_INVALID_IMAGE_HASH: NTSTATUS = code(0xC000_0428);
 /// The heap was found corrupt (a fail-fast code).
 pub const STATUS_HEAP_CORRUPTION: NTSTATUS = code(0xC000_0374);
 /// A stack buffer overrun (the `__fastfail` exception code).

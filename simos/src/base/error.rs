@@ -210,4 +210,4 @@ impl std::error::Error for SimError {
 
 /// `STATUS_IO_TIMEOUT`: a blocking wait that timed out (threaded mode) or could never be
 /// satisfied (step mode: the machine went idle).
-pub const STATUS_IO_TIMEOUT: i32 = 0xC000_00B5_u32 as i32;
+pub const STATUS_IO_TIMEOUT: i32 = rvgpu_ddi::ntstatus::STATUS_IO_TIMEOUT;

@@ -57,7 +57,7 @@ use crate::ums::TestTarget;
 
 pub use crate::adapter::rules::STATUS_BUFFER_OVERFLOW;
 /// `STATUS_ACCESS_VIOLATION`: what the probe of a user buffer raises.
-pub const STATUS_ACCESS_VIOLATION: NTSTATUS = 0xC000_0005_u32 as NTSTATUS;
+pub use rvgpu_ddi::ntstatus::STATUS_ACCESS_VIOLATION;
 /// Size of the escape's private data (x64).
 pub const ESCAPE_SIZE: usize = core::mem::size_of::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>();
 /// `D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS::HardwareQueue`.

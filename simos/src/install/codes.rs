@@ -41,7 +41,7 @@ pub const CERT_E_UNTRUSTEDROOT: u32 = 0x800B_0109;
 pub const CERT_E_CHAINING: u32 = 0x800B_010A;
 /// ntstatus.h `STATUS_INVALID_IMAGE_HASH`: code integrity finds no valid signature for the
 /// image's hash (a file changed after signing, or a test signature without test signing).
-pub const STATUS_INVALID_IMAGE_HASH: u32 = 0xC000_0428;
+pub const STATUS_INVALID_IMAGE_HASH: u32 = rvgpu_ddi::ntstatus::STATUS_INVALID_IMAGE_HASH as u32;
 /// Device Manager Code 52, `CM_PROB_UNSIGNED_DRIVER`: "Windows cannot verify the digital
 /// signature for the drivers required for this device."
 pub const CM_PROB_UNSIGNED_DRIVER: u32 = 52;

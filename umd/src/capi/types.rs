@@ -182,16 +182,14 @@ pub struct RvgpuFenceLogEntry {
 
 /// NTSTATUS → API status.
 pub fn status_from_nt(s: NtStatus) -> RvgpuStatus {
-    // The bit patterns of the NTSTATUS values (negative as i32).
-    const STATUS_NO_MEMORY: u32 = 0xC000_0017;
-    const STATUS_INSUFFICIENT_RESOURCES: u32 = 0xC000_009A;
-    const STATUS_NOT_SUPPORTED: u32 = 0xC000_00BB;
-    const STATUS_DEVICE_REMOVED: u32 = 0xC000_02B6;
-    // What the scheduler answers a kernel-mode submission of a device in error.
-    const STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE: u32 = 0xC01E_0200;
-    const STATUS_TIMEOUT: u32 = 0x0000_0102;
-    const STATUS_INVALID_HANDLE: u32 = 0xC000_0008;
-    match s.0 as u32 {
+    use rvgpu_ddi::ntstatus::{
+        STATUS_DEVICE_REMOVED, STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
+        STATUS_INSUFFICIENT_RESOURCES, STATUS_INVALID_HANDLE, STATUS_NOT_SUPPORTED,
+        STATUS_NO_MEMORY, STATUS_TIMEOUT,
+    };
+    // STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE: the scheduler's answer to a kernel-mode
+    // submission of a device in error.
+    match s.0 {
         STATUS_NO_MEMORY | STATUS_INSUFFICIENT_RESOURCES => RvgpuStatus::OutOfMemory,
         STATUS_NOT_SUPPORTED => RvgpuStatus::NotImplemented,
         STATUS_DEVICE_REMOVED | STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE => RvgpuStatus::DeviceLost,

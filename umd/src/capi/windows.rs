@@ -45,12 +45,12 @@ struct Fence {
     shareable: bool,
 }
 
-/// `STATUS_INVALID_PARAMETER`: a thunk's answer to a mapping it cannot use.
-const STATUS_INVALID_PARAMETER: i32 = 0xC000_000D_u32 as i32;
-/// `STATUS_INVALID_HANDLE`: a handle value the process does not hold.
-const STATUS_INVALID_HANDLE: i32 = 0xC000_0008_u32 as i32;
-/// `STATUS_OBJECT_TYPE_MISMATCH`: a handle to another kind of object.
-const STATUS_OBJECT_TYPE_MISMATCH: i32 = 0xC000_0024_u32 as i32;
+// STATUS_INVALID_PARAMETER: a thunk's answer to a mapping it cannot use;
+// STATUS_INVALID_HANDLE: a handle value the process does not hold;
+// STATUS_OBJECT_TYPE_MISMATCH: a handle to another kind of object.
+use rvgpu_ddi::ntstatus::{
+    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_OBJECT_TYPE_MISMATCH,
+};
 
 fn status<T>(r: Result<T, RvgpuStatus>) -> RvgpuStatus {
     r.map_or_else(|e| e, |_| RvgpuStatus::Ok)
@@ -132,8 +132,8 @@ pub fn device_status(a: usize) -> Result<RvgpuDeviceStatus, RvgpuStatus> {
     })
 }
 
-/// `STATUS_DEVICE_REMOVED`: the OS refuses a device it reset or stopped.
-const STATUS_DEVICE_REMOVED: i32 = 0xC000_02B6_u32 as i32;
+// STATUS_DEVICE_REMOVED: the OS refuses a device it reset or stopped.
+use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 
 pub fn device_loss_info(a: usize) -> Result<RvgpuDeviceLossInfo, RvgpuStatus> {
     let (kmt, state) = adapter(a)?;

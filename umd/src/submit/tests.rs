@@ -27,8 +27,7 @@ use crate::fence::NativeFence;
 use crate::fencelog::{LogKind, QueuedOp};
 use std::sync::{Arc, Mutex};
 
-const STATUS_INVALID_PARAMETER: NtStatus = NtStatus(0xC000_000D_u32 as i32);
-const STATUS_DEVICE_REMOVED: NtStatus = NtStatus(0xC000_02B6_u32 as i32);
+use crate::nt::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 /// The mock's answer to a wait that would block forever (nothing left to run).
 const WOULD_BLOCK_FOREVER: NtStatus = NtStatus(-1);
 
