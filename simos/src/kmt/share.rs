@@ -9,7 +9,10 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::ntstatus::{
+    STATUS_DATATYPE_MISALIGNMENT, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
+    STATUS_OBJECT_NAME_INVALID,
+};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::context_virtual::CallerMemory;
@@ -132,10 +135,6 @@ pub fn dxgk_share_objects_internal(
 
 /// `Attributes` bits the object manager refuses (`ObpCaptureObjectCreateInformation`).
 pub const ATTRIBUTES_REFUSED: u32 = 0xFFFE_E00D;
-/// `STATUS_DATATYPE_MISALIGNMENT`.
-const DATATYPE_MISALIGNMENT: u32 = 0x8000_0002;
-/// `STATUS_OBJECT_NAME_INVALID`.
-const OBJECT_NAME_INVALID: u32 = 0xC000_0033;
 
 /// `ObCreateObject`'s capture of the caller's `OBJECT_ATTRIBUTES` at `at`
 /// (`ObpCaptureObjectCreateInformation` @0x14089CCA0 in 24H2's ntoskrnl), in its order: an
@@ -146,7 +145,7 @@ const OBJECT_NAME_INVALID: u32 = 0xC000_0033;
 /// STATUS_OBJECT_NAME_INVALID.
 fn capture_attributes(mem: &dyn CallerMemory, at: u64) -> Result<ObjectAttributes, NtStatus> {
     if at & 7 != 0 {
-        return Err(NtStatus(DATATYPE_MISALIGNMENT as i32));
+        return Err(NtStatus(STATUS_DATATYPE_MISALIGNMENT));
     }
     let size = core::mem::size_of::<ObjectAttributes>() as u32;
     let bytes = mem.read(at, size)?;
@@ -158,7 +157,7 @@ fn capture_attributes(mem: &dyn CallerMemory, at: u64) -> Result<ObjectAttribute
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
     }
     if oa.root_directory != 0 {
-        return Err(NtStatus(OBJECT_NAME_INVALID as i32));
+        return Err(NtStatus(STATUS_OBJECT_NAME_INVALID));
     }
     Ok(oa)
 }
