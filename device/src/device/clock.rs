@@ -81,7 +81,8 @@ pub(crate) const STEP_ALLOWANCE: Duration = Duration::from_millis(5);
 /// since the last one, up to what that step may count, so it never gets ahead of the CMP
 /// thread, and readers never see it run backwards (a reader's host time is taken after it has
 /// seen the last credit, the writer's after it has begun the next). A timeout meaning "the GPU did not move" is measured on it (the simulated OS's
-/// TDR). It stands still before the CMP thread starts and after it stops.
+/// TDR). While no CMP thread runs (before it starts, after it stops) it follows the host's clock:
+/// nothing can starve a GPU that is not running, and a wait on one must still end.
 #[derive(Clone, Debug)]
 pub struct RunClock(Arc<RunShared>);
 
@@ -109,7 +110,8 @@ impl RunClock {
             seq: AtomicU64::new(0),
             base: AtomicU64::new(0),
             stamp: AtomicU64::new(0),
-            allow: AtomicU64::new(0),
+            // No CMP thread yet: all host time counts.
+            allow: AtomicU64::new(u64::MAX),
         }))
     }
 
@@ -171,6 +173,13 @@ pub(crate) struct RunWriter {
     allow: u64,
 }
 
+impl Drop for RunWriter {
+    /// The CMP thread ends (stopped, or unwinding): from here the clock follows the host.
+    fn drop(&mut self) {
+        self.tick(Duration::MAX);
+    }
+}
+
 impl RunWriter {
     /// Credits the host time since the last call, up to what was allowed for it, and allows
     /// `next` for the stretch that starts now (a step, or a step and the wait it asks for).
@@ -211,21 +220,24 @@ mod tests {
 
     /// TDR-05: host time the CMP thread did not run beyond its step's allowance is not the
     /// machine's; a reader between two credits never gets ahead of the allowance either.
+    /// With no thread (before it starts, after it ends) the clock follows the host.
     #[test]
     fn tdr_05_the_run_clock_counts_a_step_only_up_to_its_allowance() {
         let clock = RunClock::new();
-        assert_eq!(
-            clock.elapsed(),
-            Duration::ZERO,
-            "stands still before the thread runs"
+        std::thread::sleep(Duration::from_millis(10));
+        let first = clock.elapsed();
+        assert!(
+            first >= Duration::from_millis(10),
+            "follows the host before the thread runs: {first:?}"
         );
         let mut w = clock.writer();
+        let start = clock.elapsed();
         w.tick(Duration::from_millis(5));
         std::thread::sleep(Duration::from_millis(60));
-        let read = clock.elapsed();
+        let read = clock.elapsed() - start;
         assert!(read <= Duration::from_millis(5), "{read:?}");
         w.tick(Duration::from_millis(40));
-        let credited = clock.elapsed();
+        let credited = clock.elapsed() - start;
         assert!(
             credited >= read && credited <= Duration::from_millis(6),
             "{credited:?}"
@@ -233,11 +245,17 @@ mod tests {
         // A wait the thread asked for counts whole when it ends in time.
         std::thread::sleep(Duration::from_millis(20));
         w.tick(Duration::from_millis(5));
-        let waited = clock.elapsed() - credited;
+        let waited = clock.elapsed() - start - credited;
         assert!(
             waited >= Duration::from_millis(20) && waited <= Duration::from_millis(40),
             "{waited:?}"
         );
+        // The thread ends: the host's time counts again, whole.
+        drop(w);
+        let ended = clock.elapsed();
+        std::thread::sleep(Duration::from_millis(20));
+        let after = clock.elapsed() - ended;
+        assert!(after >= Duration::from_millis(20), "{after:?}");
         // A restarted thread continues from the time read, never below it.
         let before = clock.elapsed();
         let _w2 = clock.writer();
