@@ -620,6 +620,48 @@ impl Default for DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
 
 union_debug!(DXGKARGCB_NOTIFY_INTERRUPT_DATA_0);
 
+/// Safe reads of the union's arms. Every arm is plain integers and handles, so any bit pattern
+/// is a value of it: reading an arm other than the one `InterruptType` selects gives a
+/// meaningless but valid value, never undefined behaviour.
+macro_rules! arm_readers {
+    ($($(#[$m:meta])* $name:ident => $field:ident: $ty:ty;)*) => {
+        impl DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+            $(
+                $(#[$m])*
+                #[inline(always)]
+                pub fn $name(&self) -> $ty {
+                    // SAFETY: a `Copy` arm of plain integers and handles, valid for any bits.
+                    unsafe { self.$field }
+                }
+            )*
+        }
+    };
+}
+arm_readers! {
+    /// The `DmaCompleted` arm.
+    dma_completed => DmaCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted;
+    /// The `DmaPreempted` arm.
+    dma_preempted => DmaPreempted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted;
+    /// The `DmaFaulted` arm.
+    dma_faulted => DmaFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted;
+    /// The `DmaPageFaulted` arm.
+    dma_page_faulted => DmaPageFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted;
+    /// The `MonitoredFenceSignaled` arm.
+    monitored_fence_signaled => MonitoredFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine;
+    /// The `HwQueuePageFaulted` arm.
+    hw_queue_page_faulted => HwQueuePageFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted;
+    /// The `SchedulingLogInterrupt` arm.
+    scheduling_log_interrupt => SchedulingLogInterrupt: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine;
+    /// The `GpuEngineTimeout` arm.
+    gpu_engine_timeout => GpuEngineTimeout: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine;
+    /// The `SuspendContextCompleted` arm.
+    suspend_context_completed => SuspendContextCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_SuspendContextCompleted;
+    /// The `NativeFenceSignaled` arm.
+    native_fence_signaled => NativeFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled;
+    /// The `EngineStateChange` arm.
+    engine_state_change => EngineStateChange: DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange;
+}
+
 c_type! {
     /// `DXGKARGCB_NOTIFY_INTERRUPT_DATA`: argument of `DxgkCbNotifyInterrupt` (80 bytes on x64).
     ///
