@@ -240,6 +240,311 @@ pub unsafe fn call_arg<A: HandedArg, R>(
     call(a, ddi, at, |f| unsafe { f(arg) })
 }
 
+/// The safe callers: a DDI called with Rust values, its one FFI call in this module.
+///
+/// The contract every call relies on, and where simos keeps it:
+/// * the pointer has the prototype its slot's type names: a [`Ddi`] is made only by `in_table!`
+///   from a slot of the driver's table or of an interface it handed out, whose Rust types are
+///   the header's prototypes (rvgpu_ddi asserts the table's layout);
+/// * a handle argument is one the driver gave the OS (its adapter context from
+///   `DxgkDdiAddDevice`, or a handle it returned in an output block and the OS stored): the
+///   OS's object tables hand out no other;
+/// * an argument block is borrowed for the call, so it outlives it; a block is a [`Block`]
+///   type, built by the OS, and every pointer it carries names memory its builder keeps alive
+///   across the call (the rule of every builder in simos, as of Dxgkrnl's).
+mod sealed {
+    pub trait Block {}
+    pub trait Param {}
+    pub trait Prototype {}
+}
+
+/// A DDI argument block the OS builds and hands to the driver by pointer (see the contract
+/// above: the pointers inside it name memory kept alive across the call).
+pub trait Block: sealed::Block + 'static {}
+
+macro_rules! blocks {
+    ($($t:ty),* $(,)?) => {$(
+        impl sealed::Block for $t {}
+        impl Block for $t {}
+    )*};
+}
+
+blocks!(
+    u32,
+    usize,
+    rvgpu_ddi::basic::PVOID,
+    rvgpu_ddi::basic::GUID,
+    rvgpu_ddi::adapter::DXGK_START_INFO,
+    rvgpu_ddi::adapter::QUERY_INTERFACE,
+    rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO,
+    rvgpu_ddi::allocation::DXGKARG_CLOSEALLOCATION,
+    rvgpu_ddi::allocation::DXGKARG_CREATEALLOCATION,
+    rvgpu_ddi::allocation::DXGKARG_DESCRIBEALLOCATION,
+    rvgpu_ddi::allocation::DXGKARG_DESTROYALLOCATION,
+    rvgpu_ddi::allocation::DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA,
+    rvgpu_ddi::allocation::DXGKARG_OPENALLOCATION,
+    rvgpu_ddi::adapter::DXGKARG_CALIBRATEGPUCLOCK,
+    rvgpu_ddi::adapter::DXGKARG_SETSTABLEPOWERSTATE,
+    rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
+    rvgpu_ddi::feature::DXGKARG_QUERYFEATUREINTERFACE,
+    rvgpu_ddi::feature::DXGKARG_QUERYFEATURESUPPORT,
+    rvgpu_ddi::fence::DXGKARG_CLOSENATIVEFENCE,
+    rvgpu_ddi::fence::DXGKARG_CREATENATIVEFENCE,
+    rvgpu_ddi::fence::DXGKARG_DESTROYNATIVEFENCE,
+    rvgpu_ddi::fence::DXGKARG_OPENNATIVEFENCE,
+    rvgpu_ddi::fence::DXGKARG_SETNATIVEFENCELOGBUFFER,
+    rvgpu_ddi::fence::DXGKARG_UPDATECURRENTVALUESFROMCPU,
+    rvgpu_ddi::fence::DXGKARG_UPDATEMONITOREDVALUES,
+    rvgpu_ddi::fence::DXGKARG_UPDATENATIVEFENCELOGS,
+    rvgpu_ddi::hws::DXGKARG_CREATEHWCONTEXT,
+    rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
+    rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
+    rvgpu_ddi::hws::DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
+    rvgpu_ddi::hws::DXGKARG_SETSCHEDULINGLOGBUFFER,
+    rvgpu_ddi::hws::DXGKARG_SETUPPRIORITYBANDS,
+    rvgpu_ddi::hws::DXGKARG_SWITCHTOHWCONTEXTLIST,
+    rvgpu_ddi::hws::DXGKARG_UPDATEHWCONTEXTSTATE,
+    rvgpu_ddi::kmtest::DXGKARG_BUILDTESTCOMMANDBUFFER,
+    rvgpu_ddi::kmtest::DXGKARG_ESCAPE,
+    rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER,
+    rvgpu_ddi::present::DXGKARG_PRESENT,
+    rvgpu_ddi::allocation::DXGKARG_CREATEPROCESS,
+    rvgpu_ddi::allocation::DXGKARG_GETROOTPAGETABLESIZE,
+    rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
+    rvgpu_ddi::submission::DXGKARG_CONNECTDOORBELL,
+    rvgpu_ddi::submission::DXGKARG_CREATECONTEXT,
+    rvgpu_ddi::submission::DXGKARG_CREATEDEVICE,
+    rvgpu_ddi::submission::DXGKARG_CREATEDOORBELL,
+    rvgpu_ddi::submission::DXGKARG_CREATEHWQUEUE,
+    rvgpu_ddi::submission::DXGKARG_DESTROYDOORBELL,
+    rvgpu_ddi::submission::DXGKARG_DISCONNECTDOORBELL,
+    rvgpu_ddi::submission::DXGKARG_GETNODEMETADATA,
+    rvgpu_ddi::submission::DXGKARG_NOTIFYWORKSUBMISSION,
+    rvgpu_ddi::submission::DXGKARG_RESUMECONTEXT,
+    rvgpu_ddi::submission::DXGKARG_SUBMITCOMMANDTOHWQUEUE,
+    rvgpu_ddi::submission::DXGKARG_SUSPENDCONTEXT,
+    rvgpu_ddi::tdr::DXGKARG_COLLECTDBGINFO,
+    rvgpu_ddi::tdr::DXGKARG_COLLECTDBGINFO2,
+    rvgpu_ddi::tdr::DXGKARG_PREEMPTCOMMAND,
+    rvgpu_ddi::tdr::DXGKARG_QUERYCURRENTFENCE,
+    rvgpu_ddi::tdr::DXGKARG_QUERYDEPENDENTENGINEGROUP,
+    rvgpu_ddi::tdr::DXGKARG_QUERYENGINESTATUS,
+    rvgpu_ddi::tdr::DXGKARG_RESETENGINE,
+    rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMAND,
+    rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMANDVIRTUAL,
+);
+
+/// One parameter of a DDI prototype and what a caller passes for it: a block pointer is a
+/// borrow of the block, a scalar (a handle, an index, a state) itself.
+pub trait Param: sealed::Param + Copy {
+    /// What the caller passes.
+    type Safe<'a>;
+    /// The value the prototype takes (the borrow as a pointer, for the call only).
+    fn raw(s: Self::Safe<'_>) -> Self;
+    /// The block it names, for the hand-over audit: its type and address.
+    fn block(s: &Self::Safe<'_>) -> Option<(std::any::TypeId, *const ())>;
+}
+
+impl<T: Block> sealed::Param for *mut T {}
+impl<T: Block> Param for *mut T {
+    type Safe<'a> = &'a mut T;
+    #[inline(always)]
+    fn raw(s: &mut T) -> Self {
+        s
+    }
+    #[inline(always)]
+    fn block(s: &&mut T) -> Option<(std::any::TypeId, *const ())> {
+        Some((std::any::TypeId::of::<T>(), (&**s as *const T).cast()))
+    }
+}
+
+impl<T: Block> sealed::Param for *const T {}
+impl<T: Block> Param for *const T {
+    type Safe<'a> = &'a T;
+    #[inline(always)]
+    fn raw(s: &T) -> Self {
+        s
+    }
+    #[inline(always)]
+    fn block(s: &&T) -> Option<(std::any::TypeId, *const ())> {
+        Some((std::any::TypeId::of::<T>(), (*s as *const T).cast()))
+    }
+}
+
+/// Scalar parameters: handles (`HANDLE`, `PVOID`, both `*mut c_void`), indices, states.
+macro_rules! scalar_param {
+    ($($t:ty),*) => {$(
+        impl sealed::Param for $t {}
+        impl Param for $t {
+            type Safe<'a> = $t;
+            #[inline(always)]
+            fn raw(s: $t) -> Self {
+                s
+            }
+            #[inline(always)]
+            fn block(_: &$t) -> Option<(std::any::TypeId, *const ())> {
+                None
+            }
+        }
+    )*};
+}
+
+scalar_param!(*mut std::ffi::c_void, u8, i32, u32, u64, usize);
+
+/// A DDI prototype with a safe caller: `Args` is what a caller passes (one parameter as
+/// itself, several as a tuple).
+pub trait Prototype: sealed::Prototype + Copy {
+    /// The arguments as the caller passes them.
+    type Args<'a>;
+    /// What the DDI returns.
+    type Ret;
+    /// Reports each block the arguments name (the hand-over audit).
+    fn blocks(args: &Self::Args<'_>, each: &mut dyn FnMut(std::any::TypeId, *const ()));
+    /// Calls the pointer.
+    ///
+    /// # Safety
+    ///
+    /// The pointer is a driver's DDI of this prototype and the arguments keep the contract of
+    /// this module's callers.
+    unsafe fn invoke(self, args: Self::Args<'_>) -> Self::Ret;
+}
+
+impl<R> sealed::Prototype for unsafe extern "system" fn() -> R {}
+impl<R> Prototype for unsafe extern "system" fn() -> R {
+    type Args<'a> = ();
+    type Ret = R;
+    fn blocks(_: &(), _: &mut dyn FnMut(std::any::TypeId, *const ())) {}
+    #[inline(always)]
+    unsafe fn invoke(self, _: ()) -> R {
+        // SAFETY: the caller's contract.
+        unsafe { self() }
+    }
+}
+
+impl<R, A: Param> sealed::Prototype for unsafe extern "system" fn(A) -> R {}
+impl<R, A: Param> Prototype for unsafe extern "system" fn(A) -> R {
+    type Args<'a> = A::Safe<'a>;
+    type Ret = R;
+    fn blocks(args: &A::Safe<'_>, each: &mut dyn FnMut(std::any::TypeId, *const ())) {
+        if let Some((t, p)) = A::block(args) {
+            each(t, p);
+        }
+    }
+    #[inline(always)]
+    unsafe fn invoke(self, args: A::Safe<'_>) -> R {
+        // SAFETY: the caller's contract.
+        unsafe { self(A::raw(args)) }
+    }
+}
+
+/// Prototypes of two or more parameters: the caller passes a tuple.
+macro_rules! prototype {
+    ($($p:ident $v:ident),+) => {
+        impl<R, $($p: Param),+> sealed::Prototype for unsafe extern "system" fn($($p),+) -> R {}
+        impl<R, $($p: Param),+> Prototype for unsafe extern "system" fn($($p),+) -> R {
+            type Args<'a> = ($($p::Safe<'a>,)+);
+            type Ret = R;
+            fn blocks(args: &Self::Args<'_>, each: &mut dyn FnMut(std::any::TypeId, *const ())) {
+                let ($($v,)+) = args;
+                $(if let Some((t, p)) = $p::block($v) {
+                    each(t, p);
+                })+
+            }
+            #[inline(always)]
+            unsafe fn invoke(self, args: Self::Args<'_>) -> R {
+                let ($($v,)+) = args;
+                // SAFETY: the caller's contract.
+                unsafe { self($($p::raw($v)),+) }
+            }
+        }
+    };
+}
+
+prototype!(A a, B b);
+prototype!(A a, B b, C c);
+prototype!(A a, B b, C c, D d);
+prototype!(A a, B b, C c, D d, E e);
+prototype!(A a, B b, C c, D d, E e, G g);
+prototype!(A a, B b, C c, D d, E e, G g, H h);
+
+/// A slot type of the driver's table (`Option` of a prototype) as the [`Ddi`] `slot!` makes
+/// of it: `ddi::Of<PDXGKDDI_RESETENGINE>`.
+pub trait SlotType {
+    /// The prototype.
+    type F: Copy;
+}
+
+impl<F: Copy> SlotType for Option<F> {
+    type F = F;
+}
+
+/// The [`Ddi`] of slot type `P` (e.g. `Of<rvgpu_ddi::tdr::PDXGKDDI_RESETENGINE>`).
+pub type Of<P> = Ddi<<P as SlotType>::F>;
+
+/// The common shapes by name, for a helper generic over the block type (a call site with one
+/// DDI names its slot type: [`Of`]).
+pub type HandleFn = Ddi<unsafe extern "system" fn(HANDLE) -> NTSTATUS>;
+/// `fn(HANDLE, *mut T) -> NTSTATUS`.
+pub type HandleMutFn<T> = Ddi<unsafe extern "system" fn(HANDLE, *mut T) -> NTSTATUS>;
+/// `fn(HANDLE, *const T) -> NTSTATUS`.
+pub type HandleRefFn<T> = Ddi<unsafe extern "system" fn(HANDLE, *const T) -> NTSTATUS>;
+/// `fn(*mut T) -> NTSTATUS`.
+pub type MutFn<T> = Ddi<unsafe extern "system" fn(*mut T) -> NTSTATUS>;
+/// `fn(*const T) -> NTSTATUS`.
+pub type RefFn<T> = Ddi<unsafe extern "system" fn(*const T) -> NTSTATUS>;
+
+impl<F: Prototype> Ddi<F> {
+    /// Calls the DDI of adapter `a` at `at` with `args` ([`call`]'s rules), after the
+    /// hand-over audit of the blocks it names.
+    #[inline(always)]
+    pub fn call(self, a: &AdapterShared, at: At, args: F::Args<'_>) -> Result<F::Ret, SimError> {
+        F::blocks(&args, &mut |ty, p| {
+            // SAFETY: `p` is a block borrowed in `args`, live and of the type `ty` names.
+            unsafe { a.observer().handed_at(self.routine().rules().name, ty, p) }
+        });
+        self.call_unaudited(a, at, args)
+    }
+
+    /// [`Ddi::call`] at PASSIVE_LEVEL.
+    #[inline(always)]
+    pub fn passive(self, a: &AdapterShared, args: F::Args<'_>) -> Result<F::Ret, SimError> {
+        self.call(a, At::Level(Irql::Passive), args)
+    }
+
+    /// [`Ddi::call`] without the central hand-over audit: for a call site that checks its
+    /// block itself (`Observer::handed`), or whose DDI the audit does not cover, on paths that
+    /// should not pay the audit's look-up (submission).
+    #[inline(always)]
+    pub fn call_unaudited(
+        self,
+        a: &AdapterShared,
+        at: At,
+        args: F::Args<'_>,
+    ) -> Result<F::Ret, SimError> {
+        // SAFETY: the module's contract (see `Block`): the pointer is the slot's, of the
+        // prototype its type names; handles are the driver's; blocks are borrowed for the call.
+        call(a, self, at, |f| unsafe { f.invoke(args) })
+    }
+
+    /// [`Ddi::call_unaudited`] at PASSIVE_LEVEL.
+    #[inline(always)]
+    pub fn passive_unaudited(
+        self,
+        a: &AdapterShared,
+        args: F::Args<'_>,
+    ) -> Result<F::Ret, SimError> {
+        self.call_unaudited(a, At::Level(Irql::Passive), args)
+    }
+
+    /// Calls the DDI with none of [`call`]'s rules: for the ISR and the DPC, which run under
+    /// their own locks and check the IRQL with their own bug-check codes.
+    #[inline(always)]
+    pub(crate) fn call_bare(self, args: F::Args<'_>) -> F::Ret {
+        // SAFETY: the module's contract, as in `call_unaudited`.
+        unsafe { self.pointer().invoke(args) }
+    }
+}
+
 /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a
 /// halted machine, enforces the IRQL rule of its routine, runs `f` with its pointer in the
 /// machine's context and reports a halt that happened during the call.
@@ -372,8 +677,7 @@ pub(crate) fn must_succeed<F: Copy>(
 }
 
 /// The driver's `DxgkDdiQueryAdapterInfo`, as `slot!(a, DxgkDdiQueryAdapterInfo)` makes it.
-pub(crate) type QueryAdapterInfo =
-    Ddi<unsafe extern "system" fn(HANDLE, *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS>;
+pub(crate) type QueryAdapterInfo = HandleRefFn<DXGKARG_QUERYADAPTERINFO>;
 
 /// `DxgkDdiQueryAdapterInfo` of type `ty` into `out` at `at`; returns the driver's status. The
 /// caller pre-fills `out` (a 0xCD pattern) so a field the driver leaves unset stays visible.
@@ -403,14 +707,7 @@ pub(crate) fn query_adapter_info_args(
     at: At,
     args: &DXGKARG_QUERYADAPTERINFO,
 ) -> Result<NTSTATUS, SimError> {
-    let ctx = a.context();
-    // SAFETY: `args` is a live block.
-    unsafe { audit_arg(a, q, &(args as *const DXGKARG_QUERYADAPTERINFO)) };
-    let status = call(a, q, at, |q| {
-        // SAFETY: the driver's QueryAdapterInfo with its context and buffers the caller keeps
-        // alive for the call.
-        unsafe { q(ctx, args) }
-    })?;
+    let status = q.call(a, at, (a.context(), args))?;
     crate::adapter::bringup::triage_status(a, q.routine(), status);
     Ok(status)
 }

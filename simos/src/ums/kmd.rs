@@ -1,7 +1,7 @@
 //! Calls into the KMD shared by the thunks: DDIs a driver must have, destroy DDIs, the
 //! handles create DDIs return.
 
-use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
+use rvgpu_ddi::basic::HANDLE;
 
 use crate::adapter::ddi::{self, must_succeed, sim_err};
 use crate::adapter::AdapterShared;
@@ -60,14 +60,11 @@ pub(crate) fn destroy_kmd_object(
     a: &AdapterShared,
     what: &str,
     name: &str,
-    f: Option<ddi::Ddi<unsafe extern "system" fn(HANDLE) -> NTSTATUS>>,
+    f: Option<ddi::HandleFn>,
     kmd: usize,
 ) -> Result<(), SimError> {
     let f = f.ok_or_else(|| sim_err(a, format!("driver created a {what} but has no {name}")))?;
-    let status = ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with its own handle of the object.
-        unsafe { f(kmd as HANDLE) }
-    })?;
+    let status = f.passive(a, kmd as HANDLE)?;
     must_succeed(a, f, status)
 }
 
