@@ -123,6 +123,9 @@ pub struct Waits {
     by_fence: alloc::collections::BTreeMap<crate::nt::KmtHandle, alloc::vec::Vec<(u64, u64)>>,
     /// Fences shared with other processes (opened from, or given out as, an NT handle).
     shared: alloc::collections::BTreeSet<crate::nt::KmtHandle>,
+    /// Shared fences whose KMD keeps a board ([`crate::waitboard::request`]): CurrentValue's
+    /// GPU VA in this process (what names the fence to the KMD), and the slot last published.
+    boards: alloc::collections::BTreeMap<crate::nt::KmtHandle, (u64, crate::waitboard::Slot)>,
     next_id: u64,
 }
 
@@ -309,6 +312,44 @@ impl Waits {
     pub fn forget(&mut self, fence: crate::nt::KmtHandle) {
         self.by_fence.remove(&fence);
         self.shared.remove(&fence);
+        self.boards.remove(&fence);
+    }
+
+    /// Shared `fence` has a board in the KMD, on which this process published `slot`; the KMD
+    /// names it by CurrentValue's GPU VA `current_gpu` in this process. Its waits re-arm at the
+    /// lowest of every sharer's from now on ([`Self::rearm_among`]).
+    pub fn on_board(
+        &mut self,
+        fence: crate::nt::KmtHandle,
+        current_gpu: u64,
+        slot: crate::waitboard::Slot,
+    ) {
+        self.shared.insert(fence);
+        self.boards.insert(fence, (current_gpu, slot));
+    }
+
+    /// CurrentValue's GPU VA of `fence` if it is on a board.
+    pub fn board_of(&self, fence: crate::nt::KmtHandle) -> Option<u64> {
+        self.boards.get(&fence).map(|&(va, _)| va)
+    }
+
+    /// `slot` if it is not what this process last published for `fence` (then it is recorded
+    /// as published): a slot unchanged costs no kernel call.
+    pub fn changed(
+        &mut self,
+        fence: crate::nt::KmtHandle,
+        slot: crate::waitboard::Slot,
+    ) -> Option<crate::waitboard::Slot> {
+        let (_, last) = self.boards.get_mut(&fence)?;
+        (*last != slot).then(|| {
+            *last = slot;
+            slot
+        })
+    }
+
+    /// The board of `fence` failed to take a publish: its waits go back to the C + 1 rule.
+    pub fn off_board(&mut self, fence: crate::nt::KmtHandle) {
+        self.boards.remove(&fence);
     }
 
     /// Pending waits recorded on `fence`.
@@ -422,6 +463,28 @@ mod tests {
         }
         let s = w.published(7, 6, Some(15));
         assert_eq!((s.waits, s.more), ([10, 15, 20, 30], true));
+    }
+
+    /// MF-04 on the KMD's board: a fence on it is shared and named by its VA; a slot equal to
+    /// the one last published is not published again (no kernel call); off the board, or
+    /// destroyed, it has none.
+    #[test]
+    fn mf_04_an_unchanged_slot_is_not_published_again() {
+        use crate::waitboard::Slot;
+        let mut w = Waits::default();
+        assert_eq!(w.changed(7, Slot::NONE), None, "not on a board");
+        w.on_board(7, 0x5000, Slot::NONE);
+        assert_eq!(w.board_of(7), Some(0x5000));
+        assert_eq!(w.add(7, 9, 3).1, Some(4), "shared: the C + 1 rule's answer");
+        assert_eq!(w.changed(7, Slot::NONE), None);
+        let s = w.published(7, 3, None);
+        assert_eq!(w.changed(7, s), Some(s));
+        assert_eq!(w.changed(7, s), None, "published already");
+        w.off_board(7);
+        assert_eq!(w.board_of(7), None);
+        w.on_board(7, 0x5000, s);
+        w.forget(7);
+        assert_eq!(w.board_of(7), None);
     }
 
     /// MF-04: a re-arm on a shared fence is checked against the board read after it: a wait

@@ -3,12 +3,14 @@
 //! CurrentValue + 1 (docs/performance.md, "Waits through the UMD").
 //!
 //! Each sharer publishes its lowest pending waits on the fence ([`Slot`]) in a slot only it
-//! may write, before it registers a wait, and reads the others' after ([`Board`]); it re-arms
+//! may write, before it registers a wait, and reads the others' after ([`Board`]; the shipped
+//! board is the KMD's, reached by escape: [`request`], [`answer`]); it re-arms
 //! at the lowest of all, and checks the board again after that re-arm, itself a registration
 //! (`crate::wait::Waits::rearm_among`, `confirm_among`). Where the board lives must keep a slot
 //! its owner's: a slot another process could rewrite (one page every sharer maps writable)
 //! would let it hide the owner's waits from the others, whose registrations then raise
-//! MonitoredValue over them. An answer that is not known to cover every process holding the
+//! MonitoredValue over them; the KMD's slots are per open, written only by the escapes the OS
+//! attributes to that open's device. An answer that is not known to cover every process holding the
 //! fence (one that publishes nothing, such as a program that is not rvgpu's) is
 //! [`Peers::Unknown`], and the UMD keeps the CurrentValue + 1 rule.
 //!
@@ -44,7 +46,7 @@ impl Peers {
 
 /// Pending waits a slot names: more than a process's waits in flight on one fence (a frame
 /// loop keeps one or two).
-pub const SLOT_WAITS: usize = 4;
+pub const SLOT_WAITS: usize = rvgpu_hw::pdd::WAIT_BOARD_WAITS;
 
 /// What one sharer publishes: its lowest pending waits, so that a reader still knows its next
 /// one after the lowest was released (an event wait's process may not look again), and
@@ -68,19 +70,47 @@ impl Slot {
     /// written: the lowest named value above `current`; `current + 1` when none is but the
     /// owner has more (its next is not named); none otherwise.
     pub fn next_above(&self, current: u64) -> Option<u64> {
-        let named = self
-            .waits
-            .iter()
-            .copied()
-            .filter(|&w| w > current && w != u64::MAX)
-            .min();
-        match named {
-            Some(w) => Some(w),
-            None if self.more => Some(current.saturating_add(1)),
-            None => None,
-        }
+        rvgpu_hw::pdd::board_next_above(&self.waits, self.more, current)
     }
 }
+
+/// The KMD's board: a `D3DKMTEscape` ([`WaitBoardEscape`]) naming the fence by CurrentValue's
+/// GPU VA in this process (`current_gpu`), publishing `slot` if any as the caller's, and asking
+/// about the other openers with CurrentValue read at `from` and `to`. The KMD keeps one slot per
+/// open of the fence and writes only the calling device's (the OS attributes the escape).
+pub fn request(current_gpu: u64, slot: Option<Slot>, from: u64, to: u64) -> WaitBoardEscape {
+    let s = slot.unwrap_or(Slot::NONE);
+    WaitBoardEscape {
+        magic: rvgpu_hw::pdd::PDD_MAGIC,
+        version: rvgpu_hw::pdd::WAIT_BOARD_ESCAPE_VERSION,
+        current_value_gpu: current_gpu,
+        publish: u32::from(slot.is_some()),
+        more: u32::from(s.more),
+        waits: s.waits,
+        from,
+        to,
+        known: 0,
+        passed: 0,
+        next: u64::MAX,
+    }
+}
+
+/// The KMD's answer to [`request`] `asked` (`q` as the escape wrote it back): the other
+/// openers, [`Peers::Unknown`] for anything but a well-formed answer about the fence asked.
+pub fn answer(asked: &WaitBoardEscape, q: &WaitBoardEscape) -> Peers {
+    let same = q.magic == asked.magic
+        && q.version == asked.version
+        && q.current_value_gpu == asked.current_value_gpu;
+    match (same, q.known, q.passed) {
+        (true, 1, p @ (0 | 1)) => Peers::Lowest {
+            next: q.next,
+            passed: p == 1,
+        },
+        _ => Peers::Unknown,
+    }
+}
+
+use rvgpu_hw::pdd::WaitBoardEscape;
 
 /// One slot per sharer, each written only by its owner: the published pending waits of the
 /// processes sharing one fence.
@@ -181,6 +211,45 @@ mod tests {
         );
         b.publish(3, slot(&[1], false));
         assert_eq!(b.peers(3, 0, 0), Peers::Unknown);
+    }
+
+    /// MF-04, the KMD's board: a request publishes the slot only when given one; an answer is
+    /// read only when it is well formed and about the fence asked (anything else is Unknown:
+    /// the C + 1 rule).
+    #[test]
+    fn mf_04_the_kmd_s_board_answer_is_trusted_only_when_well_formed() {
+        let asked = request(0x5000, Some(slot(&[9], true)), 3, 4);
+        assert_eq!((asked.publish, asked.more, asked.waits[0]), (1, 1, 9));
+        assert_eq!(request(0x5000, None, 3, 4).publish, 0);
+        let mut q = asked;
+        (q.known, q.passed, q.next) = (1, 1, 7);
+        assert_eq!(
+            answer(&asked, &q),
+            Peers::Lowest {
+                next: 7,
+                passed: true
+            }
+        );
+        q.passed = 0;
+        assert_eq!(
+            answer(&asked, &q),
+            Peers::Lowest {
+                next: 7,
+                passed: false
+            }
+        );
+        for bad in [
+            WaitBoardEscape { known: 0, ..q },
+            WaitBoardEscape { known: 2, ..q },
+            WaitBoardEscape { passed: 2, ..q },
+            WaitBoardEscape {
+                current_value_gpu: 0x6000,
+                ..q
+            },
+            WaitBoardEscape { magic: 0, ..q },
+        ] {
+            assert_eq!(answer(&asked, &bad), Peers::Unknown, "{bad:?}");
+        }
     }
 
     /// MF-04: a sharer whose lowest wait was released is still read at its next one; values at

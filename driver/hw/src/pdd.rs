@@ -53,6 +53,62 @@ wire_struct! {
     }
 }
 
+/// Version of [`WaitBoardEscape`].
+pub const WAIT_BOARD_ESCAPE_VERSION: u32 = 1;
+
+/// Pending waits a wait-board slot names ([`WaitBoardEscape::waits`]).
+pub const WAIT_BOARD_WAITS: usize = 4;
+
+wire_struct! {
+    /// The UMD's `D3DKMTEscape` private data (88 bytes, in/out) on the board of a shareable
+    /// native fence it holds open (docs/performance.md, "Waits through the UMD"): the KMD keeps
+    /// one slot per open of the fence, which only the opening device's escapes write (24H2's
+    /// `DxgkEscape` passes the driver the caller's own device), and answers every opener with
+    /// what the others' slots say. The fence is named as in [`NativeFenceTagEscape`].
+    #[size(88)]
+    pub struct WaitBoardEscape {
+        /// [`PDD_MAGIC`] (in).
+        pub magic: u32,
+        /// [`WAIT_BOARD_ESCAPE_VERSION`] (in).
+        pub version: u32,
+        /// CurrentValue's GPU VA in the calling process (in).
+        pub current_value_gpu: u64,
+        /// 1: `waits` and `more` replace the caller's slot before the answer; 0: read only (in).
+        pub publish: u32,
+        /// 1: the caller waits for more values than `waits` names, all above them (in).
+        pub more: u32,
+        /// The caller's lowest pending waits, `u64::MAX` where there are fewer (in).
+        pub waits: [u64; WAIT_BOARD_WAITS],
+        /// CurrentValue as the caller read it before its registration (in).
+        pub from: u64,
+        /// CurrentValue as the caller read it after its registration (in).
+        pub to: u64,
+        /// 1: every other opener published, and `next`/`passed` cover them; 0: some opener
+        /// never did (out).
+        pub known: u32,
+        /// 1: one of the others' waits lies in `from + 1..=to` (out).
+        pub passed: u32,
+        /// The others' lowest pending wait above `to` (`u64::MAX`: none) (out).
+        pub next: u64,
+    }
+}
+
+/// The lowest pending wait a slot (`waits`, `more`) names above `current`, read as garbage may
+/// be written: the lowest named value above `current`; `current + 1` when none is but the
+/// owner has `more`; none otherwise.
+pub fn board_next_above(waits: &[u64; WAIT_BOARD_WAITS], more: bool, current: u64) -> Option<u64> {
+    let named = waits
+        .iter()
+        .copied()
+        .filter(|&w| w > current && w != u64::MAX)
+        .min();
+    match named {
+        Some(w) => Some(w),
+        None if more => Some(current.saturating_add(1)),
+        None => None,
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // User-mode submission. docs/usermode-submission.md describes the flows.
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-//! `DxgkDdiEscape`: the UMD's private channel to the KMD. It answers one request, the report
-//! tag of a native fence the calling device opened from an NT handle
+//! `DxgkDdiEscape`: the UMD's private channel to the KMD. It answers two requests: the calling
+//! device's slot on a shared native fence's wait board ([`rvgpu_hw::pdd::WaitBoardEscape`]),
+//! and the report tag of a native fence the calling device opened from an NT handle
 //! ([`rvgpu_hw::pdd::NativeFenceTagEscape`], NF-14): 24H2 gives the opener no private data from
 //! the open (`K:NtDxgkOpenNativeFenceFromNtHandleInternal` @0x1401E15EC passes
 //! `DXGSYNCOBJECT::Open` @0x1401F4640 no buffer for it and copies the caller's own bytes back),
@@ -11,7 +12,10 @@
 //! Anything else is STATUS_INVALID_PARAMETER, and nothing is written.
 
 use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
-use rvgpu_hw::pdd::{NativeFenceTagEscape, NATIVE_FENCE_TAG_ESCAPE_VERSION, PDD_MAGIC};
+use rvgpu_hw::pdd::{
+    NativeFenceTagEscape, WaitBoardEscape, NATIVE_FENCE_TAG_ESCAPE_VERSION, PDD_MAGIC,
+    WAIT_BOARD_ESCAPE_VERSION,
+};
 use rvgpu_hw::testhooks::{
     KmdCapsReport, TestHookEscape, TestHookOp, CAPS_MULTI_ENGINE_AWARE, CAPS_NATIVE_GPU_FENCE,
     CAPS_NO_64BIT_ATOMICS, CAPS_PER_ENGINE_TDR,
@@ -24,7 +28,8 @@ use crate::status::{self, Status};
 
 /// DxgkDdiEscape (PASSIVE) with `data`, Dxgkrnl's kernel copy of the caller's private data
 /// (`None` if the OS passed none). Only a request of exactly [`NativeFenceTagEscape`]'s size,
-/// magic and version, without escape flags and with a device, is answered.
+/// magic and version (or a [`WaitBoardEscape`]), without escape flags and with a device, is
+/// answered.
 pub fn escape<P: Platform>(
     a: &Adapter<P>,
     args: &DXGKARG_ESCAPE,
@@ -46,12 +51,50 @@ pub fn escape<P: Platform>(
         let engines = live.map_or(0, |l| l.identity.config.engines);
         return crate::testhooks::escape(hooks, engines, data);
     }
+    if data.len() == size_of::<WaitBoardEscape>() {
+        return wait_board(a, args, data);
+    }
     let mut q =
         NativeFenceTagEscape::read_from_bytes(data).map_err(|_| status::INVALID_PARAMETER)?;
     if q.magic != PDD_MAGIC || q.version != NATIVE_FENCE_TAG_ESCAPE_VERSION {
         return Err(status::INVALID_PARAMETER);
     }
     q.report_tag = crate::fence::ddi::tag_of_open(a, args.hDevice, q.current_value_gpu)?;
+    data.copy_from_slice(q.as_bytes());
+    Ok(())
+}
+
+/// A [`WaitBoardEscape`]: the calling device's slot on the board of a native fence it holds
+/// open, written only through its own escapes (24H2's `K:DxgkEscape` @0x140419AB0 checks that
+/// `hDevice` is the caller's and passes the driver that device's handle), and the answer about
+/// the fence's other opens. Refused with nothing written on a wrong magic or version, a
+/// `publish` or `more` other than 0 or 1, or a fence the device does not hold open.
+fn wait_board<P: Platform>(
+    a: &Adapter<P>,
+    args: &DXGKARG_ESCAPE,
+    data: &mut [u8],
+) -> Result<(), Status> {
+    let bad = status::INVALID_PARAMETER;
+    let mut q = WaitBoardEscape::read_from_bytes(data).map_err(|_| bad)?;
+    if q.magic != PDD_MAGIC || q.version != WAIT_BOARD_ESCAPE_VERSION || q.publish > 1 || q.more > 1
+    {
+        return Err(bad);
+    }
+    let publish = (q.publish == 1).then_some(crate::fence::table::BoardSlot {
+        waits: q.waits,
+        more: q.more == 1,
+    });
+    let answer = crate::fence::ddi::board(
+        a,
+        args.hDevice,
+        q.current_value_gpu,
+        publish,
+        (q.from, q.to),
+    )?;
+    (q.known, q.passed, q.next) = match answer {
+        crate::fence::table::BoardAnswer::Unknown => (0, 0, u64::MAX),
+        crate::fence::table::BoardAnswer::Lowest { next, passed } => (1, u32::from(passed), next),
+    };
     data.copy_from_slice(q.as_bytes());
     Ok(())
 }

@@ -334,7 +334,7 @@ pub fn fence_open(a: usize, nt: usize) -> Result<usize, RvgpuStatus> {
             RvgpuStatus::KernelError => RvgpuStatus::InvalidHandle,
             s => s,
         })?;
-    kmt.share_waits(nf.kmt);
+    kmt.share_waits(nf.kmt, nf.gpu.current.get());
     add_fence(kmt, nf, true)
 }
 
@@ -346,7 +346,7 @@ pub fn fence_share(f: usize) -> Result<usize, RvgpuStatus> {
         return Err(RvgpuStatus::InvalidArgument);
     }
     let nt = kmt.share_native_fence(nf.kmt).map_err(from_nt)?;
-    kmt.share_waits(nf.kmt);
+    kmt.share_waits(nf.kmt, nf.gpu.current.get());
     usize::try_from(nt).map_err(|_| RvgpuStatus::KernelError)
 }
 

@@ -108,14 +108,73 @@ impl WinKmt {
         event: HANDLE,
     ) -> Result<u64, NtStatus> {
         self.waits.with(|w, rearm_event| {
+            let Some(va) = w.board_of(fence) else {
+                self.register(fence, value, event)?;
+                let current = self.native_value(fence).unwrap_or(0);
+                let (id, rearm) = w.add(fence, value, current);
+                if let Some(low) = rearm {
+                    self.rearm(fence, low, rearm_event);
+                }
+                return Ok(id);
+            };
+            // On the board: published before the registration, the others read after it
+            // (crate::waitboard).
+            let before = self.native_value(fence).unwrap_or(0);
+            let slot = w.published(fence, before, Some(value));
+            if let Some(slot) = w.changed(fence, slot) {
+                if self.board(va, Some(slot), before, before).is_none() {
+                    w.off_board(fence);
+                }
+            }
             self.register(fence, value, event)?;
             let current = self.native_value(fence).unwrap_or(0);
             let (id, rearm) = w.add(fence, value, current);
-            if let Some(low) = rearm {
-                self.rearm(fence, low, rearm_event);
+            let low = match w
+                .board_of(fence)
+                .and_then(|_| self.board(va, None, before, current))
+            {
+                Some(peers) => w.rearm_among(fence, value, current, peers),
+                None => rearm,
+            };
+            if let Some(low) = low {
+                self.rearm_on_board(fence, va, low, rearm_event);
             }
             Ok(id)
         })
+    }
+
+    /// The KMD's wait board of `fence` (named by `va`), publishing `slot` if any; the answer
+    /// about the other openers, `None` if the KMD refused (no board: the C + 1 rule).
+    fn board(
+        &self,
+        va: u64,
+        slot: Option<crate::waitboard::Slot>,
+        from: u64,
+        to: u64,
+    ) -> Option<crate::waitboard::Peers> {
+        use zerocopy::IntoBytes;
+        let asked = crate::waitboard::request(va, slot, from, to);
+        let mut q = asked;
+        self.escape_driver_private(q.as_mut_bytes()).ok()?;
+        Some(crate::waitboard::answer(&asked, &q))
+    }
+
+    /// A re-arm at `value` on a fence on the board, checked against the board read after it
+    /// (itself a registration, it may have raised MonitoredValue over a wait published
+    /// meanwhile: [`Waits::confirm_among`]).
+    fn rearm_on_board(&self, fence: KmtHandle, va: u64, value: u64, event: &mut HANDLE) {
+        let before = self.native_value(fence).unwrap_or(0);
+        self.rearm(fence, value, event);
+        let current = self.native_value(fence).unwrap_or(0);
+        let peers =
+            self.board(va, None, before, current)
+                .unwrap_or(crate::waitboard::Peers::Lowest {
+                    next: u64::MAX,
+                    passed: true,
+                });
+        if let Some(r) = Waits::confirm_among(value, current, peers) {
+            self.rearm(fence, r, event);
+        }
     }
 
     /// Waiter `id` of `fence` leaves; when the OS `released` it, the process's lowest wait
@@ -129,6 +188,23 @@ impl WinKmt {
                 return;
             }
             let current = self.native_value(fence).unwrap_or(0);
+            if let Some(va) = w.board_of(fence) {
+                // One call: the publish, answered with the others.
+                let slot = w.published(fence, current, None);
+                let slot = w.changed(fence, slot);
+                let peers = self.board(va, slot, current, current);
+                let low = match peers {
+                    Some(peers) => w.after_release_among(fence, current, peers),
+                    None => {
+                        w.off_board(fence);
+                        w.after_release(fence, current)
+                    }
+                };
+                if let Some(low) = low {
+                    self.rearm_on_board(fence, va, low, rearm_event);
+                }
+                return;
+            }
             if let Some(low) = w.after_release(fence, current) {
                 self.rearm(fence, low, rearm_event);
             }
@@ -136,9 +212,26 @@ impl WinKmt {
     }
 
     /// `fence` is shared with other processes from now on: its registrations re-arm at
-    /// CurrentValue + 1 ([`Waits`]).
-    pub fn share_waits(&self, fence: KmtHandle) {
-        self.waits.with(|w, _| w.share(fence));
+    /// CurrentValue + 1 ([`Waits`]), or, when the KMD keeps a board for it (an escape
+    /// publishing this process's pending waits is answered), at the lowest
+    /// pending wait of every sharer. `current_gpu` names the fence to the KMD: CurrentValue's
+    /// GPU VA in this process.
+    pub fn share_waits(&self, fence: KmtHandle, current_gpu: u64) {
+        self.waits.with(|w, _| {
+            w.share(fence);
+            if w.board_of(fence).is_some() {
+                return;
+            }
+            // Waits made before the fence was shared are published too.
+            let current = self.native_value(fence).unwrap_or(0);
+            let slot = w.published(fence, current, None);
+            if self
+                .board(current_gpu, Some(slot), current, current)
+                .is_some()
+            {
+                w.on_board(fence, current_gpu, slot);
+            }
+        });
     }
 
     /// After the OS queued a GPU wait on `fence` (`M:VidSchiAcquireSyncObjectForHwQueue`

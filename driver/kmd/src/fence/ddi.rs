@@ -309,6 +309,27 @@ pub fn tag_of_open<P: Platform>(
         .ok_or(status::INVALID_PARAMETER)
 }
 
+/// The wait board of the native fence device `h_device` holds open with CurrentValue at
+/// `current_gpu` in its process ([`super::table::FenceTable::board`]): `publish` replaces that
+/// open's slot, the answer covers the fence's other opens. STATUS_INVALID_PARAMETER if the
+/// device holds no open there.
+pub fn board<P: Platform>(
+    a: &Adapter<P>,
+    h_device: HANDLE,
+    current_gpu: u64,
+    publish: Option<super::table::BoardSlot>,
+    (from, to): (u64, u64),
+) -> Result<super::table::BoardAnswer, Status> {
+    let live = started(a)?;
+    if h_device.is_null() || current_gpu == 0 {
+        return Err(status::INVALID_PARAMETER);
+    }
+    live.fences
+        .lock()
+        .board(h_device as usize, current_gpu, publish, from, to)
+        .ok_or(status::INVALID_PARAMETER)
+}
+
 /// The driver process of device `h_device` on this adapter, if it names one.
 fn device_process<P: Platform>(
     a: &Adapter<P>,

@@ -163,6 +163,29 @@ pub struct Local {
     pub current_gpu: u64,
     /// Whether it was not the fence's first open (and so counts in [`FenceTable::later_of`]).
     pub later: bool,
+    /// What the opener last published on the fence's wait board ([`FenceTable::board`]);
+    /// `None` until it does, which makes every other opener's answer "unknown".
+    pub board: Option<BoardSlot>,
+}
+
+/// One opener's slot on its fence's wait board: its lowest pending CPU waits, as it wrote
+/// them (not trusted to be anything: readers clamp, [`rvgpu_hw::pdd::board_next_above`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BoardSlot {
+    /// Its lowest pending waits, `u64::MAX` where there are fewer.
+    pub waits: [u64; rvgpu_hw::pdd::WAIT_BOARD_WAITS],
+    /// It waits for more values than `waits` names.
+    pub more: bool,
+}
+
+/// What the board answers an opener about the fence's other openers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BoardAnswer {
+    /// Some other open never published.
+    Unknown,
+    /// Every other open published: their lowest pending wait above the reader's later
+    /// CurrentValue (`u64::MAX`: none), and whether one lay between its two reads.
+    Lowest { next: u64, passed: bool },
 }
 
 impl FenceTable {
@@ -273,6 +296,7 @@ impl FenceTable {
                 process,
                 current_gpu,
                 later,
+                board: None,
             },
         ) {
             return Err(TableError::NoMemory);
@@ -303,6 +327,45 @@ impl FenceTable {
             .values()
             .find_map(|l| l.filter(|l| l.device == device && l.current_gpu == current_gpu))?;
         self.globals.get(l.global).map(|f| f.tag)
+    }
+
+    /// The wait board of the fence `device` holds open with CurrentValue at `current_gpu`:
+    /// `publish` (if any) replaces that open's slot, then the answer covers every other open
+    /// of the same fence, with CurrentValue read at `from` before and `to` after the caller's
+    /// registration. Only the caller's own open is written: the device is the one the OS
+    /// attributed the escape to. `None` if the device holds no open there. A linear scan of
+    /// the opens, on the CPU-wait path only, never on a signal path.
+    pub fn board(
+        &mut self,
+        device: usize,
+        current_gpu: u64,
+        publish: Option<BoardSlot>,
+        from: u64,
+        to: u64,
+    ) -> Option<BoardAnswer> {
+        let (mine, global) = self.locals.map.iter_mut().find_map(|(k, l)| {
+            l.as_mut()
+                .filter(|l| l.device == device && l.current_gpu == current_gpu)
+                .map(|l| {
+                    if let Some(s) = publish {
+                        l.board = Some(s);
+                    }
+                    (*k, l.global)
+                })
+        })?;
+        let (mut next, mut passed) = (u64::MAX, false);
+        for (k, l) in self.locals.map.iter() {
+            let Some(l) = l.filter(|l| l.global == global && *k != mine) else {
+                continue;
+            };
+            let Some(s) = l.board else {
+                return Some(BoardAnswer::Unknown);
+            };
+            let at = |c| rvgpu_hw::pdd::board_next_above(&s.waits, s.more, c);
+            next = next.min(at(to).unwrap_or(u64::MAX));
+            passed |= at(from).is_some_and(|w| w <= to);
+        }
+        Some(BoardAnswer::Lowest { next, passed })
     }
 
     /// CloseNativeFence: releases a local handle; the global object lives on (NF-13).
@@ -375,6 +438,59 @@ mod tests {
         assert_eq!(t.tag_of_open(0xD1, 0x6000), None, "a fence it did not open");
         t.close(0xA1).unwrap();
         assert_eq!(t.tag_of_open(0xD1, 0x5000), None, "closed");
+    }
+
+    /// MF-04's wait board: an opener's escape writes only its own open's slot (the device the
+    /// OS attributed it to, at its own VA); the answer covers the fence's other opens only once
+    /// each published, clamps values at or below CurrentValue, and reads garbage as low waits
+    /// at worst; another fence's slots are not part of it; a device without an open there is
+    /// refused, whatever VA it names.
+    #[test]
+    fn mf_04_a_board_slot_is_written_only_by_its_own_opener() {
+        let mut t = FenceTable::default();
+        t.create::<crate::kmem::Host>(0x100, fence(7)).unwrap();
+        t.create::<crate::kmem::Host>(0x200, fence(9)).unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xA1, 0xD1, 1, 0x5000, &ANY)
+            .unwrap();
+        t.open::<crate::kmem::Host>(0x100, 0xB1, 0xD2, 2, 0x6000, &ANY)
+            .unwrap();
+        t.open::<crate::kmem::Host>(0x200, 0xC1, 0xD3, 3, 0x7000, &ANY)
+            .unwrap();
+        let slot = |w: &[u64], more| {
+            let mut waits = [u64::MAX; rvgpu_hw::pdd::WAIT_BOARD_WAITS];
+            waits[..w.len()].copy_from_slice(w);
+            BoardSlot { waits, more }
+        };
+        let low = |next, passed| Some(BoardAnswer::Lowest { next, passed });
+        assert_eq!(
+            t.board(0xD1, 0x5000, Some(slot(&[9], false)), 0, 0),
+            Some(BoardAnswer::Unknown),
+            "B never published"
+        );
+        assert_eq!(
+            t.board(0xD2, 0x6000, Some(slot(&[5], false)), 0, 0),
+            low(9, false)
+        );
+        assert_eq!(t.board(0xD1, 0x5000, None, 0, 0), low(5, false));
+        assert_eq!(t.board(0xD1, 0x5000, None, 4, 5), low(u64::MAX, true));
+        // D2 naming A's VA, or a VA it does not hold, writes nothing and is refused.
+        assert_eq!(t.board(0xD2, 0x5000, Some(slot(&[], false)), 0, 0), None);
+        assert_eq!(t.board(0xD3, 0x5000, Some(slot(&[], false)), 0, 0), None);
+        assert_eq!(t.board(0xD1, 0x5000, None, 0, 0), low(5, false));
+        // The other fence's opener is alone on its board.
+        assert_eq!(t.board(0xD3, 0x7000, None, 0, 0), low(u64::MAX, false));
+        // Garbage in B's slot: zero, reached values, "more" over reached values.
+        assert_eq!(
+            t.board(0xD2, 0x6000, Some(slot(&[0, 3, u64::MAX], true)), 0, 0),
+            low(9, false)
+        );
+        assert_eq!(t.board(0xD1, 0x5000, None, 3, 3), low(4, false));
+        t.close(0xB1).unwrap();
+        assert_eq!(
+            t.board(0xD1, 0x5000, None, 3, 3),
+            low(u64::MAX, false),
+            "B left"
+        );
     }
 
     /// The seed's shared-fence walk-through: A creates and opens, B opens, A closes (the
