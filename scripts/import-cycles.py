@@ -62,9 +62,6 @@ KNOWN = {
             "kmt::catalog::sync"
         ),
     ],
-    "whlk/src": [
-        "backend backend::caps backend::session backend::testing",
-    ],
 }
 
 

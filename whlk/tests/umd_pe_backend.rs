@@ -5,7 +5,7 @@
 
 #![cfg(target_os = "linux")]
 
-use rvgpu_whlk::backend::kmt::dll::DllBackend;
+use rvgpu_whlk::backend::dll::DllBackend;
 use rvgpu_whlk::backend::{Backend, Capability};
 use rvgpu_whlk::case::Outcome;
 use rvgpu_whlk::junit;

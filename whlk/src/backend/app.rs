@@ -3,7 +3,7 @@
 //! each supplies.
 //!
 //! The D3DKMT backend ([`super::kmt::KmtBackend`]) runs the Rust UMD (`rvgpu_umd`) on the
-//! `Kmt` thunks; `--umd pe` (`kmt::dll::DllBackend`) runs the shipped rvgpu_umd.dll's C API,
+//! `Kmt` thunks; `--umd pe` (`dll::DllBackend`) runs the shipped rvgpu_umd.dll's C API,
 //! the same UMD's, in the emulator. A capability method of theirs (which UMD calls, in which
 //! order, what the session records, how a status reads to the case) is therefore the same for
 //! both; only the call differs. [`AppUmd`] is the calls, one per UMD object operation: tracked
@@ -12,7 +12,7 @@
 //! batch of GPU waits, packets and signals on a queue, GPU VA ranges; [`AppQueues`] the
 //! processes and queues (on the D3DKMT backend also forwarded to other processes). The Rust
 //! UMD implements them in `kmt/umd.rs`, `kmt/fences.rs` and `kmt/mod.rs`, the DLL's exports in
-//! `kmt/dll_umd.rs` and `kmt/dll_usermode.rs`. The capabilities on the seam are implemented
+//! `dll/umd.rs` and `dll/usermode.rs`. The capabilities on the seam are implemented
 //! here once for every backend that has the primitives: [`AllocationUsage`],
 //! [`GpuVaPlacement`], [`UserModeSubmission`] (a `WaitAtLeast` is a GPU wait on a gate,
 //! `submit_work`, and a CPU write releases it, `write_word`), [`Fences`](super::Fences) and
@@ -22,7 +22,8 @@
 //! primitive is added to both implementations only when the observation needs a UMD call the
 //! seam lacks.
 
-mod fences;
+mod fence_state;
+pub(crate) mod fences;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -38,7 +39,7 @@ use super::{
     Work,
 };
 
-pub(crate) use fences::{append_to_gpu_queue, fence_process, AppFence, GpuQueue, Pending, Waiter};
+pub(crate) use fence_state::{AppFence, GpuQueue, Pending, Waiter};
 
 /// A gate: GPU waits on word `offset` of buffer `buffer` are waits on `fence`, a native fence
 /// of the buffer's process that a CPU write of the word signals to the value written (the

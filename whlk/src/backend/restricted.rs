@@ -4,16 +4,18 @@
 
 use std::time::Duration;
 
-use super::session::capability_table;
-use super::{
-    Backend, Capabilities, Capability, Failure, Session, SessionConfig, StartedAdapter, Until,
-};
+use super::caps::{capability_table, Capabilities, Capability};
+use super::{Backend, Failure, Session, SessionConfig, StartedAdapter, Until};
 
 /// Inside `impl Session for RestrictedSession`: every accessor forwards to the inner session's
 /// while its capability is kept.
 macro_rules! kept {
-    ($($cap:ident: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?;)*) => {
-        $(
+    ($(
+        $(#[$doc:meta])*
+        $cap:ident, $on:ident
+        $(: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?)?;
+    )*) => {
+        $($(
             fn $get(&mut self) -> Option<&mut dyn $tr> {
                 let kept = self.keep.contains(Capability::$cap);
                 kept.then(|| self.inner.$get()).flatten()
@@ -24,22 +26,26 @@ macro_rules! kept {
                     kept.then(|| self.inner.$get_ref()).flatten()
                 }
             )?
-        )*
+        )?)*
     };
 }
 
 /// Inside `impl Session for View`: the shared accessors forward while the capability is kept;
 /// the mutable ones stay `None` (a condition only reads).
 macro_rules! kept_shared {
-    ($($cap:ident: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?;)*) => {
-        $(
+    ($(
+        $(#[$doc:meta])*
+        $cap:ident, $on:ident
+        $(: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?)?;
+    )*) => {
+        $($(
             $(
                 fn $get_ref(&self) -> Option<&dyn $tr> {
                     let kept = self.keep.contains(Capability::$cap);
                     kept.then(|| self.inner.$get_ref()).flatten()
                 }
             )?
-        )*
+        )?)*
     };
 }
 

@@ -4,7 +4,10 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use super::{Capabilities, Capability, DeviceSettings, Failure, SessionConfig, StartedAdapter};
+use super::caps::{capability_table, Capabilities, Capability};
+use super::common::Failure;
+use super::config::SessionConfig;
+use super::device::DeviceSettings;
 
 /// The condition [`Session::run_until`] waits for, asked of the session between rounds.
 pub type Until<'a> = &'a mut dyn FnMut(&dyn Session) -> bool;
@@ -28,58 +31,14 @@ macro_rules! capabilities {
 }
 pub(crate) use capabilities;
 
-/// Every capability trait with its accessors, handed to `$m`: per row the [`Capability`], the
-/// trait (a path from a module of `backend`), `Session`'s accessor (and its shared form, where
-/// the trait has one) and the helper on `dyn Session` (and its shared form). The accessors, the
-/// helpers and [`super::restricted`]'s forwarding are all generated from this one table.
-macro_rules! capability_table {
-    ($m:ident) => {
-        $m! {
-            Fences: super::Fences = as_fences / as_fences_ref, fences / fences_ref;
-            MonitoredFences: super::MonitoredFences =
-                as_monitored / as_monitored_ref, monitored / monitored_ref;
-            FenceInternals: super::FenceInternals =
-                as_fence_internals / as_fence_internals_ref, fence_internals / fence_internals_ref;
-            CrossAdapterFences: super::CrossAdapterFences =
-                as_cross_adapter / as_cross_adapter_ref, cross_adapter / cross_adapter_ref;
-            UserModeSubmission: super::UserModeSubmission = as_ums / as_ums_ref, ums / ums_ref;
-            KmdCaps: super::KmdCaps = as_kmd_caps / as_kmd_caps_ref, kmd_caps / kmd_caps_ref;
-            UmdBypass: super::UmdBypass =
-                as_umd_bypass / as_umd_bypass_ref, umd_bypass / umd_bypass_ref;
-            EngineIdle: super::EngineIdle = as_engine_idle, engine_idle;
-            AllocationUsage: super::AllocationUsage =
-                as_alloc_usage / as_alloc_usage_ref, alloc_usage / alloc_usage_ref;
-            GpuVaPlacement: super::GpuVaPlacement = as_gpu_va, gpu_va;
-            UmdFences: super::UmdFences =
-                as_umd_fences / as_umd_fences_ref, umd_fences / umd_fences_ref;
-            FenceLogs: super::FenceLogs =
-                as_fence_logs / as_fence_logs_ref, fence_logs / fence_logs_ref;
-            KernelModeTesting: super::testing::KernelModeTesting = as_kmtest, kmtest;
-            Tdr: super::Tdr = as_tdr / as_tdr_ref, tdr / tdr_ref;
-            DmaContexts: super::DmaContexts = as_dma_contexts, dma_contexts;
-            KmdJournal: super::KmdJournal = as_kmd_journal, kmd_journal;
-            KmdFaults: super::KmdFaults = as_kmd_faults, kmd_faults;
-            TdrTrace: super::TdrTrace = as_tdr_trace / as_tdr_trace_ref, tdr_trace / tdr_trace_ref;
-            OsTrace: super::OsTrace = as_os_trace / as_os_trace_ref, os_trace / os_trace_ref;
-            OsControl: super::OsControl =
-                as_os_control / as_os_control_ref, os_control / os_control_ref;
-            Paging: super::Paging = as_paging, paging;
-            FaultInjection: super::FaultInjection = as_faults / as_faults_ref, faults / faults_ref;
-            HeldRecovery: super::HeldRecovery = as_held_recovery, held_recovery;
-            DirectDdi: super::DirectDdi =
-                as_direct_ddi / as_direct_ddi_ref, direct_ddi / direct_ddi_ref;
-            StepMode: super::StepMode = as_step / as_step_ref, step / step_ref;
-            BugChecks: super::BugChecks =
-                as_bug_checks / as_bug_checks_ref, bug_checks / bug_checks_ref;
-        }
-    };
-}
-pub(crate) use capability_table;
-
 /// `Session`'s accessors, each answering `None` (a backend overrides those it has).
 macro_rules! session_accessors {
-    ($($cap:ident: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?;)*) => {
-        $(
+    ($(
+        $(#[$doc:meta])*
+        $cap:ident, $on:ident
+        $(: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?)?;
+    )*) => {
+        $($(
             #[doc = concat!(
                 "The [`", stringify!($cap), "`](Capability::", stringify!($cap),
                 ") capability, if the backend has it."
@@ -93,14 +52,18 @@ macro_rules! session_accessors {
                     None
                 }
             )?
-        )*
+        )?)*
     };
 }
 
 /// The helpers on `dyn Session` that reach a capability and record the use.
 macro_rules! session_helpers {
-    ($($cap:ident: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?;)*) => {
-        $(
+    ($(
+        $(#[$doc:meta])*
+        $cap:ident, $on:ident
+        $(: $tr:path = $get:ident $(/ $get_ref:ident)?, $h:ident $(/ $h_ref:ident)?)?;
+    )*) => {
+        $($(
             #[doc = concat!(
                 "The [`", stringify!($cap), "`](Capability::", stringify!($cap), ") capability."
             )]
@@ -116,8 +79,17 @@ macro_rules! session_helpers {
                     reach(Capability::$cap, self.$get_ref())
                 }
             )?
-        )*
+        )?)*
     };
+}
+
+/// What adapter start reported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartedAdapter {
+    /// Video present sources (0 for a render-only adapter).
+    pub sources: u32,
+    /// Children (0 for a render-only adapter).
+    pub children: u32,
 }
 
 /// One machine with its adapters, for one case: the driver and adapter life cycle every

@@ -25,9 +25,10 @@ use rvgpu_umd::kmt::{
     STATUS_DEVICE_REMOVED, STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE,
 };
 
+use super::caps::fences::WaitResult;
+use super::common::{nth, Failure};
 pub use super::kmt::sync::TestThunks;
 use super::kmt::sync::{FenceWait, KmtSync, MonitoredSync};
-use super::{nth, Failure, WaitResult};
 
 /// A vendor-neutral test command (`D3DDDI_TESTCOMMANDBUFFER`).
 #[derive(Clone, Copy, Debug)]
@@ -433,7 +434,7 @@ mod tests {
     use super::{KernelModeTesting, TestCommand, TestingHost, TestingState};
     use crate::backend::kmt::sim::SimPlatform;
     use crate::backend::kmt::KmtBackend;
-    use crate::backend::sim::kmt::SessKmt;
+    use crate::backend::sim::thunks::SessKmt;
     use crate::backend::sim::SimBackend;
     use crate::backend::{Backend, ExecMode, Failure, SessionConfig, WaitResult};
 

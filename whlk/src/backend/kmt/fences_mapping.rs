@@ -31,17 +31,3 @@ impl<K: KmtSync + Send + Sync + 'static> AppMappings for KmtSession<K> {
         })
     }
 }
-
-/// The UMD DLL's C API hands out no fence mapping.
-#[cfg(target_os = "linux")]
-impl AppMappings for crate::backend::kmt::dll::DllSession {
-    fn fence_own_mapping(
-        &self,
-        _p: usize,
-        _f: &crate::backend::kmt::dll_state::DllFence,
-    ) -> Result<OwnFenceMapping, Failure> {
-        Err(Failure::Unsupported(
-            "a fence's mapping: the UMD DLL's C API does not hand it out".into(),
-        ))
-    }
-}

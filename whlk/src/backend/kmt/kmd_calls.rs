@@ -2,7 +2,7 @@
 //! (`rvgpu_hw::testhooks`, a driver-private `D3DKMTEscape`: the journal, the last
 //! `DxgkDdiCollectDbgInfo` text, faults armed, a queue's native fence logs) and kernel-mode DMA
 //! submissions (`D3DKMTSubmitCommand` of a command buffer of its own). The program's sessions
-//! (`hooks`, `logs`, the DLL's `dll_os`) and the server of another process (`remote`) call the
+//! (`hooks`, `logs`, the DLL's `dll::os`) and the server of another process (`remote`) call the
 //! same functions.
 
 use rvgpu_hw::pdd::PDD_MAGIC;
@@ -22,11 +22,11 @@ const DBG_INFO_ROOM: usize = 4096;
 
 /// A DMA context of this program and the command buffers of its submissions (kept while the
 /// GPU may read them).
-pub(super) type LocalContext<K> = (KmtHandle, Vec<Allocation<<K as Kmt>::Mem>>);
+pub(crate) type LocalContext<K> = (KmtHandle, Vec<Allocation<<K as Kmt>::Mem>>);
 
 /// `D3DKMTSubmitCommand` of `words` as one DMA buffer of `context`, in a command buffer of its
 /// own: the buffer and its GPU VA.
-pub(super) fn submit_words<K: Kmt>(
+pub(crate) fn submit_words<K: Kmt>(
     kmt: &K,
     context: KmtHandle,
     words: &[u64],
@@ -82,7 +82,7 @@ fn record(b: &[u8]) -> JournalRecord {
 }
 
 /// The journal records from `from` through the escape on `t`.
-pub(super) fn read_journal(t: &dyn TestThunks, from: u64) -> Result<Vec<JournalRecord>, NtStatus> {
+pub(crate) fn read_journal(t: &dyn TestThunks, from: u64) -> Result<Vec<JournalRecord>, NtStatus> {
     let mut out = Vec::new();
     let mut seq = from;
     loop {
@@ -99,14 +99,14 @@ pub(super) fn read_journal(t: &dyn TestThunks, from: u64) -> Result<Vec<JournalR
 }
 
 /// The sequence number the KMD's next journal record will get, through the escape on `t`.
-pub(super) fn next_seq(t: &dyn TestThunks) -> Result<u64, NtStatus> {
+pub(crate) fn next_seq(t: &dyn TestThunks) -> Result<u64, NtStatus> {
     let mut b = request(TestHookOp::Journal, 0, u64::MAX, 0);
     t.escape_driver_private(&mut b)?;
     Ok(u64_at(&b, 16))
 }
 
 /// The last `DxgkDdiCollectDbgInfo` text and its record's sequence number, through `t`.
-pub(super) fn read_dbg_info(t: &dyn TestThunks) -> Result<(u64, String), NtStatus> {
+pub(crate) fn read_dbg_info(t: &dyn TestThunks) -> Result<(u64, String), NtStatus> {
     let mut b = request(TestHookOp::LastDbgInfo, 0, 0, DBG_INFO_ROOM);
     t.escape_driver_private(&mut b)?;
     let n = (u32_at(&b, 24) as usize).min(DBG_INFO_ROOM);
@@ -115,7 +115,7 @@ pub(super) fn read_dbg_info(t: &dyn TestThunks) -> Result<(u64, String), NtStatu
 }
 
 /// Arms `op` on `node` through `t`; an op that arms nothing is refused here.
-pub(super) fn arm(t: &dyn TestThunks, op: TestHookOp, node: u32) -> Result<(), Failure> {
+pub(crate) fn arm(t: &dyn TestThunks, op: TestHookOp, node: u32) -> Result<(), Failure> {
     if matches!(op, TestHookOp::Journal | TestHookOp::LastDbgInfo) {
         return Err(Failure::Backend(format!("{op:?} arms nothing")));
     }
@@ -125,14 +125,14 @@ pub(super) fn arm(t: &dyn TestThunks, op: TestHookOp, node: u32) -> Result<(), F
 }
 
 /// The test thunks of `k`, or why there are none.
-pub(super) fn thunks<K: KmtSync>(k: &K) -> Result<&dyn TestThunks, Failure> {
+pub(crate) fn thunks<K: KmtSync>(k: &K) -> Result<&dyn TestThunks, Failure> {
     k.testing()
         .ok_or_else(|| Failure::Unsupported("these thunks have no D3DKMTEscape".into()))
 }
 
 /// The KMD's copy of log `log_type` of the queue with device id `queue_id`, through `t` (the
 /// device of the queue's process), with room for `room` bytes: `(bytes, NumberOfEntries)`.
-pub(super) fn read_queue_log(
+pub(crate) fn read_queue_log(
     t: &dyn TestThunks,
     queue_id: u32,
     log_type: u32,

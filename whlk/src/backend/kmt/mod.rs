@@ -32,30 +32,17 @@
 //! escape (`super::testing`) and the test hooks' driver-private one.
 
 mod bypass;
+/// The DLL backend, where the binary names it.
 #[cfg(target_os = "linux")]
-pub mod dll;
-#[cfg(target_os = "linux")]
-mod dll_dma;
-#[cfg(target_os = "linux")]
-mod dll_engine;
-#[cfg(target_os = "linux")]
-mod dll_logs;
-#[cfg(target_os = "linux")]
-mod dll_monitored;
-#[cfg(target_os = "linux")]
-mod dll_os;
-#[cfg(target_os = "linux")]
-mod dll_state;
-#[cfg(target_os = "linux")]
-mod dll_umd;
-#[cfg(target_os = "linux")]
-mod dll_usermode;
+pub use super::dll;
 mod fences;
 mod hooks;
-mod kmd_calls;
+pub(crate) mod kmd_calls;
 mod kmd_caps;
+pub(crate) mod lifecycle;
 mod logs;
-mod monitored;
+pub(crate) mod machine;
+pub(crate) mod monitored;
 pub mod remote;
 pub mod sim;
 mod state;
@@ -65,8 +52,10 @@ mod umd;
 #[cfg(windows)]
 pub mod windows;
 
+pub(crate) use lifecycle::{mark_started, no_native_fences, poll_until};
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_IO_TIMEOUT, STATUS_TIMEOUT};
 use rvgpu_hw::cmd::Command;
@@ -734,48 +723,5 @@ impl<K: KmtSync + Send + Sync + 'static> AppQueues for KmtSession<K> {
         let reports = remote::run_churn(&jobs);
         self.check_fault()?;
         Ok(reports)
-    }
-}
-
-/// A queue asked for without native fences: a skip, with `why` they are off.
-pub(super) fn no_native_fences(why: &str) -> Failure {
-    Failure::Unsupported(format!("{why}: no user-mode queue without them"))
-}
-
-/// Marks adapter `i` of `opened` started and reports it as PnP would: a render-only adapter has
-/// no sources and no children; any other adapter is reported with one of each so the
-/// render-only cases fail rather than pass by assumption.
-pub(super) fn mark_started(opened: &mut [bool], i: usize, render_only: bool) -> StartedAdapter {
-    if let Some(o) = opened.get_mut(i) {
-        *o = true;
-    }
-    let n = u32::from(!render_only);
-    StartedAdapter {
-        sources: n,
-        children: n,
-    }
-}
-
-/// A session's `run_until` on these backends: polls `done` every 200 µs until it holds
-/// (`true`), the machine has faulted (the failure) or `budget` has passed (`false`); on a real
-/// machine the GPU, ISR and DPCs run on their own.
-pub(super) fn poll_until<S: Session>(
-    s: &S,
-    budget: Duration,
-    fault: impl Fn(&S) -> Option<Failure>,
-    done: Until<'_>,
-) -> Result<bool, Failure> {
-    let t0 = Instant::now();
-    loop {
-        if done(s) {
-            return Ok(true);
-        }
-        if let Some(f) = fault(s) {
-            return Err(f);
-        }
-        if t0.elapsed() >= budget {
-            return Ok(false);
-        }
-        std::thread::sleep(Duration::from_micros(200));
     }
 }

@@ -24,17 +24,18 @@ use rvgpu_umd::fence::MonitoredFence;
 use rvgpu_umd::kmt::{FenceCpu, KmtHandle, NtStatus};
 
 use super::sync::{FenceWait, KmtSync, MonitoredSync};
-use crate::backend::app::{append_to_gpu_queue, fence_process, AppUmd, Pending, Waiter};
+use crate::backend::app::fences::{append_to_gpu_queue, fence_process};
+use crate::backend::app::{AppUmd, Pending, Waiter};
 use crate::backend::{
     nth, EventRef, Failure, MonitoredFences, MonitoredRef, QueueRef, UserModeSubmission, WaitResult,
 };
 
 /// How long one slice of an event-form wait blocks (in the thunk, or in the DLL) before the
 /// thread checks whether the session ended.
-pub(super) const EVENT_SLICE: Duration = Duration::from_millis(100);
+pub(crate) const EVENT_SLICE: Duration = Duration::from_millis(100);
 
 /// A monitored fence a process made on its device.
-pub(super) struct OwnMonitored<K: KmtSync> {
+pub(crate) struct OwnMonitored<K: KmtSync> {
     process: usize,
     handle: KmtHandle,
     value_gpu: u64,
@@ -44,7 +45,7 @@ pub(super) struct OwnMonitored<K: KmtSync> {
 /// What a session lends [`MonitoredFences`]: the device each of its processes makes monitored
 /// fences on, and the list of those fences. A failed thunk reads as the seam's failures do:
 /// the machine's fault first ([`AppUmd::check_halt`]).
-pub(super) trait OwnDevices: AppUmd<Event: From<Waiter>> + UserModeSubmission {
+pub(crate) trait OwnDevices: AppUmd<Event: From<Waiter>> + UserModeSubmission {
     /// The thunks of the devices.
     type Own: KmtSync + Send + Sync + 'static;
 
@@ -61,7 +62,7 @@ pub(super) trait OwnDevices: AppUmd<Event: From<Waiter>> + UserModeSubmission {
 
 /// A thread that waits for `fence` to reach `value` on `kmt`, slice by slice; a fence that is
 /// gone (its handle no longer valid) abandons the wait.
-pub(super) fn spawn_wait<K: KmtSync + Send + Sync + 'static>(
+pub(crate) fn spawn_wait<K: KmtSync + Send + Sync + 'static>(
     kmt: Arc<K>,
     fence: KmtHandle,
     value: u64,
@@ -73,7 +74,7 @@ pub(super) fn spawn_wait<K: KmtSync + Send + Sync + 'static>(
 }
 
 /// The outcome of one slice of an event-form wait (`None`: wait on).
-pub(super) fn slice<E>(r: Result<FenceWait, E>) -> Option<WaitResult> {
+pub(crate) fn slice<E>(r: Result<FenceWait, E>) -> Option<WaitResult> {
     match r {
         Ok(FenceWait::TimedOut) => None,
         Ok(FenceWait::Reached) => Some(WaitResult::Satisfied),

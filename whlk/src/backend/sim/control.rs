@@ -11,7 +11,7 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_simos::{Irql, Machine, Mode, Notification, Power, SimError, UmsEvent};
 use rvgpu_umd::kmt::{Kmt, KmtHandle, NtStatus};
 
-use super::kmt;
+use super::thunks;
 use super::{caps, failure, SimSession};
 use crate::backend::{
     BufferRef, BugCheckInfo, BugChecks, DbgInfoRace, DeviceLoss, DirectDdi, DoorbellStatus,
@@ -30,7 +30,7 @@ impl OsTrace for SimSession {
 
     fn doorbell_mapping(&self, q: UmQueueRef) -> Result<Option<u32>, Failure> {
         let sq = self.um_queue(q)?;
-        let db = kmt::lock(&sq.rec).doorbell;
+        let db = thunks::lock(&sq.rec).doorbell;
         db.and_then(|d| self.machine.doorbell_info(self.adapter_of(sq), d))
             .map(|i| i.mapped_page)
             .ok_or_else(|| Failure::Backend(format!("queue {} has no doorbell", q.0)))
@@ -43,7 +43,7 @@ impl OsTrace for SimSession {
     fn os_events(&self, i: usize) -> Result<Vec<OsEvent>, Failure> {
         let mut owner: HashMap<KmtHandle, UmQueueRef> = HashMap::new();
         for (qi, q) in self.um_queues.iter().enumerate() {
-            let r = kmt::lock(&q.rec);
+            let r = thunks::lock(&q.rec);
             let hs = r
                 .contexts
                 .iter()
@@ -167,7 +167,7 @@ impl OsControl for SimSession {
             .um_queues
             .iter()
             .filter(|q| q.process == p.0 && q.q.is_some())
-            .flat_map(|q| kmt::lock(&q.rec).contexts.clone())
+            .flat_map(|q| thunks::lock(&q.rec).contexts.clone())
             .collect();
         for c in contexts {
             self.machine.suspend_context(&up, c).map_err(failure)?;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue};
 use rvgpu_simos::{Machine, NativeFence, NativeFenceDesc, ProcessId, SimError, SimEvent};
 
+use super::gpu_queue::SimGpuQueue;
 use super::{failure, wait_result, SimSession};
 use crate::backend::{
     CrossAdapterFences, EventRef, Failure, FenceInternals, FenceRef, FenceValues, Fences,
@@ -174,13 +175,6 @@ impl MonitoredFences for SimSession {
         }
         .map_err(failure)
     }
-}
-
-/// A case's GPU queue: user-mode where the adapter offers user-mode submission, kernel-mode
-/// otherwise.
-pub(super) enum SimGpuQueue {
-    User(GpuQueue),
-    Kernel(KernelGpuQueue),
 }
 
 impl CrossAdapterFences for SimSession {

@@ -1,7 +1,7 @@
 //! The default backend: the emulated GPU under the simulated OS (rvgpu-simos), in-process.
 //!
 //! User-mode submission runs the real UMD core (`UserQueue`, `KernelQueue`) over the simulated
-//! thunks (`kmt::SessKmt`, which shares the machine through an `Arc` so the UMD's
+//! thunks (`thunks::SessKmt`, which shares the machine through an `Arc` so the UMD's
 //! objects can live in the session and move to churn threads). Observations map to simos's
 //! test accessors (`doorbell_info`, `ums_events`, the device's runlists, `Memory::is_mapped`).
 //!
@@ -9,26 +9,26 @@
 //! implementation is in its own file: `fences` (native and monitored fences, cross-adapter),
 //! `usermode` (user-mode submission), `logs` (UMD fences, fence logs, the timeline), `tdr`
 //! (TDR and its trace), `control` (the simulation-only traces, controls, fault injection,
-//! direct DDI calls, step mode, bug checks); `kmt` has the thunks the UMD runs on.
+//! direct DDI calls, step mode, bug checks); `thunks` has the D3DKMT thunks the UMD runs on.
 
 pub(crate) mod control;
 mod fences;
+mod gpu_queue;
 mod gpuva;
-pub(crate) mod kmt;
 pub(crate) mod logs;
 pub(crate) mod tdr;
+pub(crate) mod thunks;
+pub(crate) mod translate;
 mod usage;
 pub(crate) mod usermode;
 mod wait;
 
-/// The OS's record of the driver's caps, which the DLL backend reads too.
-#[cfg(target_os = "linux")]
-pub(crate) use usermode::{driver_caps_of, submission_caps_of};
+use translate::wait_result;
+pub(crate) use translate::{caps, failure};
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rvgpu_ddi::adapter::{DXGK_DRIVERCAPS, DXGK_VIDSCHCAPS};
 use rvgpu_ddi::ntstatus::STATUS_DEVICE_REMOVED;
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::{SimMem, STATUS_IO_TIMEOUT};
@@ -37,20 +37,19 @@ use rvgpu_simos::testing;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::testing::tdr::{self as testing_tdr, Misreport};
 use rvgpu_simos::{
-    Machine, MachineConfig, Mode, MonitoredFence, NativeFence, SimError, SimEvent, UmsProcess,
-    WaitOutcome,
+    Machine, MachineConfig, Mode, MonitoredFence, NativeFence, SimEvent, UmsProcess,
 };
 use rvgpu_umd::fence::NativeFence as UmdNativeFence;
 use rvgpu_umd::kmt::{Allocation, KmtHandle, NtStatus};
 use rvgpu_umd::submit::SubmitError;
 
-use self::kmt::{Created, SessKmt};
+use self::thunks::{Created, SessKmt};
 use super::{
-    nth, nth_mut, AllocationUsage, Backend, BufferRef, BugCheckInfo, BugChecks, Capabilities,
-    CrossAdapterFences, DirectDdi, DriverCaps, ExecMode, Failure, FaultInjection, FenceLogs,
-    FenceRef, Fences, Misbehaviour, MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef,
-    Session, SessionConfig, StartedAdapter, StepMode, Tdr, TdrTrace, UmFenceRef, UmQueueInfo,
-    UmQueueRef, UmdFences, Until, UserModeSubmission, WaitResult, Work,
+    nth, nth_mut, AllocationUsage, Backend, BufferRef, BugChecks, Capabilities, CrossAdapterFences,
+    DirectDdi, ExecMode, Failure, FaultInjection, FenceLogs, FenceRef, Fences, Misbehaviour,
+    MonitoredRef, OsControl, OsTrace, ProcessRef, QueueRef, Session, SessionConfig, StartedAdapter,
+    StepMode, Tdr, TdrTrace, UmFenceRef, UmQueueInfo, UmQueueRef, UmdFences, Until,
+    UserModeSubmission, WaitResult, Work,
 };
 
 /// The simulated backend.
@@ -234,7 +233,7 @@ struct SimSession {
     fences: Vec<NativeFence>,
     monitored: Vec<MonitoredFence>,
     events: Vec<SimEvent>,
-    queues: Vec<fences::SimGpuQueue>,
+    queues: Vec<gpu_queue::SimGpuQueue>,
     /// The simulated process behind a case's `(adapter, process number)` for fences and GPU
     /// queues: fences a queue names must be open in its process (GpuMmu), so both come from
     /// the same one. Made on first use.
@@ -418,7 +417,7 @@ impl SimSession {
     /// `UserQueue`, else the kernel-mode one) and its adapter.
     fn hw_queue_handle(&self, q: UmQueueRef) -> Result<(usize, KmtHandle), Failure> {
         let sq = self.um_queue(q)?;
-        let rec = kmt::lock(&sq.rec);
+        let rec = thunks::lock(&sq.rec);
         let h = rec
             .hw_queues
             .iter()
@@ -473,49 +472,14 @@ impl SimSession {
     ) -> Result<(&mut GpuQueue, NativeFence), Failure> {
         let fence = self.fence(f)?.clone();
         match self.queues.get_mut(q.0) {
-            Some(fences::SimGpuQueue::User(queue)) => Ok((queue, fence)),
+            Some(gpu_queue::SimGpuQueue::User(queue)) => Ok((queue, fence)),
             // A kernel-mode queue exists only where there are no native fences.
-            Some(fences::SimGpuQueue::Kernel(_)) => Err(Failure::Backend(format!(
+            Some(gpu_queue::SimGpuQueue::Kernel(_)) => Err(Failure::Backend(format!(
                 "queue {} is kernel-mode (adapter without native fences)",
                 q.0
             ))),
             None => Err(Failure::Backend(format!("no queue {}", q.0))),
         }
-    }
-}
-
-fn wait_result(o: WaitOutcome) -> WaitResult {
-    match o {
-        WaitOutcome::Satisfied => WaitResult::Satisfied,
-        WaitOutcome::TimedOut => WaitResult::TimedOut,
-        WaitOutcome::Abandoned => WaitResult::Abandoned,
-    }
-}
-
-pub(crate) fn failure(e: SimError) -> Failure {
-    match e {
-        SimError::Bugcheck(b) => Failure::BugCheck(BugCheckInfo {
-            code: b.code,
-            params: b.params,
-        }),
-        SimError::DdiFailed(s) | SimError::Ddi { status: s, .. } => Failure::DdiFailed(s),
-        SimError::Rejected(m) => Failure::Backend(format!("start refused by the OS: {m}")),
-        e @ SimError::StartRefused { .. } => Failure::Backend(e.to_string()),
-        SimError::Simulation(m) | SimError::Violation(m) => Failure::Backend(m),
-        e => Failure::Backend(e.to_string()),
-    }
-}
-
-pub(crate) fn caps(c: &DXGK_DRIVERCAPS) -> DriverCaps {
-    let s = c.SchedulingCaps;
-    DriverCaps {
-        multi_engine_aware: s.is_set(DXGK_VIDSCHCAPS::MultiEngineAware),
-        native_gpu_fence: s.is_set(DXGK_VIDSCHCAPS::NativeGpuFence),
-        no_64bit_atomics: s.is_set(DXGK_VIDSCHCAPS::No64BitAtomics),
-        nodes: c.GpuEngineTopology.NbAsymetricProcessingNodes,
-        per_engine_tdr: c.SupportPerEngineTDR != 0,
-        interrupt_message_number: c.InterruptMessageNumber,
-        paging_node: c.MemoryManagementCaps.PagingNode,
     }
 }
 

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::addr::BusAddr;
 use rvgpu_hw::cmd::Command;
 use rvgpu_hw::regs;
@@ -13,8 +12,9 @@ use rvgpu_simos::{Machine, Mode};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
 use rvgpu_umd::submit::SubmitError;
 
-use super::kmt::{self, SessKmt};
-use super::{caps, failure, umd_failure, wait_outcome, SimSession, SimUmQueue, UmdQueue};
+use super::thunks::{self, SessKmt};
+use super::translate::{driver_caps_of, submission_caps_of};
+use super::{failure, umd_failure, wait_outcome, SimSession, SimUmQueue, UmdQueue};
 use crate::backend::lanes::{self, churn_lane, StreamGate};
 use crate::backend::{
     nth_mut, BufferRef, ChurnLane, ChurnReport, DoorbellStatus, DriverCaps, EngineIdle, Failure,
@@ -240,7 +240,7 @@ impl UserModeSubmission for SimSession {
 
     fn doorbell_status(&self, q: UmQueueRef) -> Result<DoorbellStatus, Failure> {
         let sq = self.um_queue(q)?;
-        let db = kmt::lock(&sq.rec).doorbell;
+        let db = thunks::lock(&sq.rec).doorbell;
         db.and_then(|d| self.machine.doorbell_info(self.adapter_of(sq), d))
             .map(|i| DoorbellStatus::from_raw(i.status))
             .ok_or_else(|| crate::backend::umd_queue::no_doorbell(q))
@@ -272,24 +272,6 @@ impl KmdCaps for SimSession {
     }
 }
 
-/// `DXGKQAITYPE_DRIVERCAPS` of adapter `i` as the OS recorded it (read by the harness: an
-/// application sees only what `D3DKMTQueryAdapterInfo` passes on).
-pub(crate) fn driver_caps_of(m: &Machine, i: usize) -> Result<DriverCaps, Failure> {
-    m.query_driver_caps(i).map(|c| caps(&c)).map_err(failure)
-}
-
-/// Adapter `i`'s node metadata and `USERMODESUBMISSION_CAPS` as the OS recorded them.
-pub(crate) fn submission_caps_of(m: &Machine, i: usize) -> SubmissionCaps {
-    SubmissionCaps {
-        user_mode_nodes: m
-            .node_metadata(i)
-            .iter()
-            .map(|m| m.Flags.is_set(DXGK_NODEMETADATA_FLAGS::UserModeSubmission))
-            .collect(),
-        doorbell_size: m.usermode_submission_caps(i).map(|c| c.DoorbellSizeInBytes),
-    }
-}
-
 impl UmdBypass for SimSession {
     fn kernel_submit_on_user_queue(
         &mut self,
@@ -302,21 +284,21 @@ impl UmdBypass for SimSession {
     fn release_ring_handles(&mut self, q: UmQueueRef) -> Result<(), Failure> {
         let sq = self.um_queue(q)?;
         let up = self.process(ProcessRef(sq.process))?;
-        let (ring, control) = kmt::lock(&sq.rec)
+        let (ring, control) = thunks::lock(&sq.rec)
             .ring
             .ok_or_else(|| Failure::Backend(format!("queue {} has no ring", q.0)))?;
         let k = self.machine.kmt(&up);
         for h in [ring, control] {
             k.destroy_allocation(h)
                 .map_err(|NtStatus(s)| Failure::DdiFailed(s))?;
-            kmt::lock(&sq.rec).released.push(h);
+            thunks::lock(&sq.rec).released.push(h);
         }
         self.check_fault()
     }
 
     fn ring_resident(&self, q: UmQueueRef) -> Result<bool, Failure> {
         let sq = self.um_queue(q)?;
-        let rec = kmt::lock(&sq.rec);
+        let rec = thunks::lock(&sq.rec);
         let (ring, control) = rec
             .ring
             .ok_or_else(|| Failure::Backend(format!("queue {} has no ring", q.0)))?;
@@ -406,7 +388,7 @@ impl SimSession {
         let cmds = self.encode(work)?;
         let sq = self.um_queue(q)?;
         let up = self.process(ProcessRef(sq.process))?;
-        let handle = kmt::lock(&sq.rec)
+        let handle = thunks::lock(&sq.rec)
             .hw_queues
             .iter()
             .find(|(_, user)| *user)

@@ -1,7 +1,7 @@
 //! `--backend kmt-sim --umd pe`: the cases driven through the shipped `rvgpu_umd.dll` itself —
 //! its C API (umd/include/rvgpu_umd.h), run in the x86-64 emulator with its gdi32, kernel32 and
 //! advapi32 imports bound to the simulated OS (`rvgpu_simos::pe::umd`, docs/pe-image.md) — on
-//! a machine brought up as [`super::sim::SimPlatform`] brings it up.
+//! a machine brought up as [`crate::backend::kmt::sim::SimPlatform`] brings it up.
 //!
 //! A case's application sees what an application linked against the DLL sees. A process is a
 //! [`UserProcess`] that loaded the DLL and opened the adapter with `rvgpu_open_adapter`;
@@ -10,11 +10,20 @@
 //! `rvgpu_buffer_copy`, waits `rvgpu_queue_wait`, shared fences `rvgpu_fence_share` /
 //! `rvgpu_fence_open` (on another adapter's `RvgpuAdapter*` too), a second device in one
 //! process a second `rvgpu_open_adapter`, kernel-mode DMA contexts `rvgpu_context_*`
-//! (`dll_dma`); beside the DLL, legacy monitored fences on a D3D device of the application's own
-//! (`dll_monitored`). Around it the harness reads and steers the simulated OS and device
-//! (`dll_os`: the OS's records, power, device loss, injected faults, the OS's copy of the
+//! (`dma`); beside the DLL, legacy monitored fences on a D3D device of the application's own
+//! (`monitored`). Around it the harness reads and steers the simulated OS and device
+//! (`os`: the OS's records, power, device loss, injected faults, the OS's copy of the
 //! driver's caps, process exits). What neither can do is a capability this backend does not
 //! list, so the runner skips the case naming it.
+
+mod dma;
+mod engine;
+mod logs;
+mod monitored;
+mod os;
+mod state;
+mod umd;
+mod usermode;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,16 +40,16 @@ use crate::backend::{
 };
 
 /// `RvgpuStatus` values (rvgpu_umd.h).
-pub(super) const OK: u64 = 0;
-pub(super) const NOT_IMPLEMENTED: u64 = 2;
-pub(super) const DEVICE_LOST: u64 = 3;
-pub(super) const TIMEOUT: u64 = 4;
-pub(super) const WAS_STILL_DRAWING: u64 = 7;
+pub(crate) const OK: u64 = 0;
+pub(crate) const NOT_IMPLEMENTED: u64 = 2;
+pub(crate) const DEVICE_LOST: u64 = 3;
+pub(crate) const TIMEOUT: u64 = 4;
+pub(crate) const WAS_STILL_DRAWING: u64 = 7;
 /// `RVGPU_LOCK_READ`, `RVGPU_LOCK_WRITE`.
-pub(super) const LOCK_READ: u64 = 0x1;
-pub(super) const LOCK_WRITE: u64 = 0x2;
+pub(crate) const LOCK_READ: u64 = 0x1;
+pub(crate) const LOCK_WRITE: u64 = 0x2;
 
-pub(super) fn status_name(s: u64) -> &'static str {
+pub(crate) fn status_name(s: u64) -> &'static str {
     match s {
         1 => "RVGPU_STATUS_INVALID_ARGUMENT",
         2 => "RVGPU_STATUS_NOT_IMPLEMENTED",
@@ -56,10 +65,10 @@ pub(super) fn status_name(s: u64) -> &'static str {
 /// The backend: the shipped DLL over the simulated thunks.
 #[derive(Debug)]
 pub struct DllBackend {
-    pub(super) image: Arc<UmdImage>,
+    pub(crate) image: Arc<UmdImage>,
     /// What failed when sessions ended and their processes cleaned up (see
     /// [`DllBackend::teardown_failures`]).
-    pub(super) teardown: Arc<std::sync::Mutex<Vec<String>>>,
+    pub(crate) teardown: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl DllBackend {
@@ -129,7 +138,7 @@ impl crate::backend::Backend for DllBackend {
         } else {
             // Its fences are native fences and its buffers' use is GPU work on its queues;
             // processes, buffers, DMA contexts, the OS's record and the KMD's test hooks stay,
-            // and a queue asked for is `Unsupported` (`super::no_native_fences`).
+            // and a queue asked for is `Unsupported` (`crate::backend::kmt::lifecycle::no_native_fences`).
             caps.without(Capability::AllocationUsage)
                 .without(Capability::Fences)
                 .without(Capability::MonitoredFences)
@@ -143,7 +152,7 @@ impl crate::backend::Backend for DllBackend {
     }
 
     fn open_session(&self, config: &SessionConfig) -> Result<Box<dyn Session>, Failure> {
-        let (m, render_only) = super::sim::machine_after_starts(config, true)?;
+        let (m, render_only) = crate::backend::kmt::machine::machine_after_starts(config, true)?;
         Ok(Box::new(DllSession {
             m: Arc::new(m),
             // A machine built with the feature off is as a run whose Windows enables none.
@@ -174,97 +183,98 @@ impl crate::backend::Backend for DllBackend {
     }
 }
 
-pub(super) struct DProcess {
-    pub(super) adapter: usize,
+pub(crate) struct DProcess {
+    pub(crate) adapter: usize,
     /// The process and its `RvgpuAdapter*`; `None` once it ended.
-    pub(super) live: Option<(Arc<UserProcess>, u64)>,
+    pub(crate) live: Option<(Arc<UserProcess>, u64)>,
     /// Its D3D device's handle (how the OS's records name the process).
-    pub(super) device: u32,
+    pub(crate) device: u32,
 }
 
 /// A plain buffer (`RvgpuBuffer*`).
-pub(super) struct DBuffer {
-    pub(super) process: usize,
-    pub(super) handle: u64,
-    pub(super) size: u64,
-    pub(super) gpu_va: u64,
+pub(crate) struct DBuffer {
+    pub(crate) process: usize,
+    pub(crate) handle: u64,
+    pub(crate) size: u64,
+    pub(crate) gpu_va: u64,
 }
 
-pub(super) struct DQueue {
-    pub(super) process: usize,
+pub(crate) struct DQueue {
+    pub(crate) process: usize,
     /// `RvgpuQueue*`; `None` once closed.
-    pub(super) handle: Option<u64>,
+    pub(crate) handle: Option<u64>,
     /// What `rvgpu_queue_status` said last (kept after the close).
-    pub(super) info: UmQueueInfo,
+    pub(crate) info: UmQueueInfo,
     /// The D3DKMT objects `rvgpu_queue_create` made (context, hardware queue, doorbell, ring
     /// allocations, ...): how the OS's records name the queue.
-    pub(super) objects: Vec<u32>,
+    pub(crate) objects: Vec<u32>,
 }
 
-pub(super) struct DllSession {
-    pub(super) m: Arc<Machine>,
+pub(crate) struct DllSession {
+    pub(crate) m: Arc<Machine>,
     /// Why the run's Windows enables no native fences, if it does not (`crate::os`): without
     /// them, no queue.
-    pub(super) no_native_fences: Option<String>,
-    pub(super) image: Arc<UmdImage>,
+    pub(crate) no_native_fences: Option<String>,
+    pub(crate) image: Arc<UmdImage>,
     /// The backend's record of failed clean-ups.
-    pub(super) teardown: Arc<std::sync::Mutex<Vec<String>>>,
+    pub(crate) teardown: Arc<std::sync::Mutex<Vec<String>>>,
     /// Per adapter, whether PnP's start left it render-only, or why the start failed.
-    pub(super) render_only: Vec<Result<bool, Failure>>,
-    pub(super) opened: Vec<bool>,
-    pub(super) processes: Vec<DProcess>,
-    pub(super) buffers: Vec<Option<DBuffer>>,
+    pub(crate) render_only: Vec<Result<bool, Failure>>,
+    pub(crate) opened: Vec<bool>,
+    pub(crate) processes: Vec<DProcess>,
+    pub(crate) buffers: Vec<Option<DBuffer>>,
     /// Tracked buffers, GPU VA ranges, gates, fences and their waits (`backend::app`,
-    /// `dll_umd`).
-    pub(super) app: super::dll_state::DllObjects,
-    pub(super) queues: Vec<DQueue>,
+    /// `umd`).
+    pub(crate) app: state::DllObjects,
+    pub(crate) queues: Vec<DQueue>,
     /// Contexts the OS suspended, by process (OsControl).
-    pub(super) suspended: Vec<(usize, u32)>,
+    pub(crate) suspended: Vec<(usize, u32)>,
     /// Fences made through `UmdFences`: (process, `RvgpuFence*`).
-    pub(super) um_fences: Vec<(usize, u64)>,
+    pub(crate) um_fences: Vec<(usize, u64)>,
     /// The engines request F1 when idle (`SessionConfig::idle_f1_ticks`).
-    pub(super) idle_f1: bool,
-    /// Kernel-mode DMA contexts made through `DmaContexts` (`dll_dma`).
-    pub(super) dma: Vec<super::dll_state::DContext>,
-    /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`dll_logs`).
-    pub(super) recorder: Option<Arc<rvgpu_simos::state::sync::trace::Recorder>>,
-    /// The kernel-mode testing interface's objects (`dll_os`).
-    pub(super) testing: crate::backend::testing::TestingState<crate::backend::sim::kmt::SessKmt>,
-    /// The device the KMD's test-hook escapes go through (`dll_os`), once opened.
-    pub(super) hooks_device: Option<Arc<crate::backend::sim::kmt::SessKmt>>,
+    pub(crate) idle_f1: bool,
+    /// Kernel-mode DMA contexts made through `DmaContexts` (`dma`).
+    pub(crate) dma: Vec<state::DContext>,
+    /// The fence timeline's recorder once `FenceLogs::trace_fences` ran (`logs`).
+    pub(crate) recorder: Option<Arc<rvgpu_simos::state::sync::trace::Recorder>>,
+    /// The kernel-mode testing interface's objects (`os`).
+    pub(crate) testing: crate::backend::testing::TestingState<crate::backend::sim::thunks::SessKmt>,
+    /// The device the KMD's test-hook escapes go through (`os`), once opened.
+    pub(crate) hooks_device: Option<Arc<crate::backend::sim::thunks::SessKmt>>,
     /// The application's own D3D devices beside the DLL's, and the monitored fences it made
-    /// on them (`dll_monitored`).
-    pub(super) own_devices: Vec<super::dll_state::DDevice>,
-    pub(super) monitored: Vec<super::monitored::OwnMonitored<crate::backend::sim::kmt::SessKmt>>,
+    /// on them (`monitored`).
+    pub(crate) own_devices: Vec<state::DDevice>,
+    pub(crate) monitored:
+        Vec<crate::backend::kmt::monitored::OwnMonitored<crate::backend::sim::thunks::SessKmt>>,
 }
 
 impl DllSession {
-    pub(super) fn fault(&self) -> Option<Failure> {
+    pub(crate) fn fault(&self) -> Option<Failure> {
         self.m.fault().map(failure)
     }
 
-    pub(super) fn machine(&self) -> &Machine {
+    pub(crate) fn machine(&self) -> &Machine {
         &self.m
     }
 
-    pub(super) fn machine_arc(&self) -> Arc<Machine> {
+    pub(crate) fn machine_arc(&self) -> Arc<Machine> {
         self.m.clone()
     }
 
     /// Whether the machine runs in step mode: nothing happens on it but in the rounds the
     /// harness runs and the rounds the DLL's waits run on the calling thread.
-    pub(super) fn stepped(&self) -> bool {
+    pub(crate) fn stepped(&self) -> bool {
         self.m.config().mode == rvgpu_simos::Mode::Step
     }
 
     /// The simulated OS process behind process `p`'s D3D device (its NT handle table).
-    pub(super) fn nt_process(&self, p: usize) -> Result<rvgpu_simos::ProcessId, Failure> {
+    pub(crate) fn nt_process(&self, p: usize) -> Result<rvgpu_simos::ProcessId, Failure> {
         self.behind_device(p, UserProcess::nt_processes)
     }
 
     /// The simulated OS's device behind process `p`'s D3D device (what the harness names when
     /// it acts as the OS on the process).
-    pub(super) fn os_device(&self, p: usize) -> Result<rvgpu_simos::UmsProcess, Failure> {
+    pub(crate) fn os_device(&self, p: usize) -> Result<rvgpu_simos::UmsProcess, Failure> {
         self.behind_device(p, UserProcess::devices)
     }
 
@@ -281,7 +291,7 @@ impl DllSession {
             .ok_or_else(|| Failure::Backend(format!("process {p} has no device")))
     }
 
-    pub(super) fn process(&self, p: usize) -> Result<(Arc<UserProcess>, u64), Failure> {
+    pub(crate) fn process(&self, p: usize) -> Result<(Arc<UserProcess>, u64), Failure> {
         self.processes
             .get(p)
             .and_then(|d| d.live.clone())
@@ -289,7 +299,7 @@ impl DllSession {
     }
 
     /// Calls export `name` of process `p`'s DLL; its `RvgpuStatus` (or RAX).
-    pub(super) fn call(&self, p: usize, name: &str, args: &[u64]) -> Result<u64, Failure> {
+    pub(crate) fn call(&self, p: usize, name: &str, args: &[u64]) -> Result<u64, Failure> {
         let (up, _) = self.process(p)?;
         match up.call(name, args) {
             Ok(v) => Ok(v & 0xFFFF_FFFF),
@@ -303,7 +313,7 @@ impl DllSession {
     }
 
     /// [`call`](Self::call), success required.
-    pub(super) fn ok(&self, p: usize, name: &str, args: &[u64]) -> Result<(), Failure> {
+    pub(crate) fn ok(&self, p: usize, name: &str, args: &[u64]) -> Result<(), Failure> {
         match self.call(p, name, args)? {
             OK => Ok(()),
             NOT_IMPLEMENTED => Err(Failure::Unsupported(format!(
@@ -322,7 +332,7 @@ impl DllSession {
 
     /// `name(args…, &out)` in process `p`, through [`Self::ok`]: the word the call wrote to
     /// its last argument.
-    pub(super) fn ok_out(&self, p: usize, name: &str, args: &[u64]) -> Result<u64, Failure> {
+    pub(crate) fn ok_out(&self, p: usize, name: &str, args: &[u64]) -> Result<u64, Failure> {
         let mut out = 0u64;
         let mut all = args.to_vec();
         all.push(&raw mut out as u64);
@@ -332,7 +342,7 @@ impl DllSession {
 
     /// `name(adapter, args…, &out)` with process `p`'s adapter handle: the handle of the
     /// object the call made.
-    pub(super) fn create_on_adapter(
+    pub(crate) fn create_on_adapter(
         &self,
         p: usize,
         name: &str,
@@ -344,7 +354,7 @@ impl DllSession {
         self.ok_out(p, name, &all)
     }
 
-    pub(super) fn buffer(&self, b: BufferRef) -> Result<&DBuffer, Failure> {
+    pub(crate) fn buffer(&self, b: BufferRef) -> Result<&DBuffer, Failure> {
         let d = self
             .buffers
             .get(b.0)
@@ -365,11 +375,11 @@ impl DllSession {
     }
 
     /// Plain buffer `b`'s process and `RvgpuBuffer*`.
-    pub(super) fn buffer_handle(&self, b: BufferRef) -> Result<(usize, u64), Failure> {
+    pub(crate) fn buffer_handle(&self, b: BufferRef) -> Result<(usize, u64), Failure> {
         self.buffer(b).map(|d| (d.process, d.handle))
     }
 
-    pub(super) fn queue(&self, q: UmQueueRef) -> Result<(usize, u64), Failure> {
+    pub(crate) fn queue(&self, q: UmQueueRef) -> Result<(usize, u64), Failure> {
         let d = self
             .queues
             .get(q.0)
@@ -381,7 +391,7 @@ impl DllSession {
     }
 
     /// The live queues of process `p` (what a lock or destroy names).
-    pub(super) fn queues_of(&self, p: usize) -> Vec<u64> {
+    pub(crate) fn queues_of(&self, p: usize) -> Vec<u64> {
         self.queues
             .iter()
             .filter(|q| q.process == p)
@@ -392,7 +402,7 @@ impl DllSession {
     /// Runs `f` on the CPU view (its base and size in bytes) of plain buffer `b` locked with
     /// `flags` (no queue named: the packets of `rvgpu_submit` are not tracked, so the lock does
     /// not wait for them).
-    pub(super) fn with_view<R>(
+    pub(crate) fn with_view<R>(
         &self,
         b: BufferRef,
         flags: u64,
@@ -411,7 +421,7 @@ impl DllSession {
     }
 
     /// The checked word index of byte `offset` of plain buffer `b`.
-    pub(super) fn word(&self, b: BufferRef, offset: u64) -> Result<usize, Failure> {
+    pub(crate) fn word(&self, b: BufferRef, offset: u64) -> Result<usize, Failure> {
         let d = self.buffer(b)?;
         if !offset.is_multiple_of(8) || offset.checked_add(8).is_none_or(|e| e > d.size) {
             return Err(Failure::Backend(format!(
@@ -422,7 +432,7 @@ impl DllSession {
         usize::try_from(offset / 8).map_err(|_| Failure::Backend("offset too large".into()))
     }
 
-    pub(super) fn new_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<DBuffer, Failure> {
+    pub(crate) fn new_buffer(&mut self, p: ProcessRef, bytes: u64) -> Result<DBuffer, Failure> {
         let handle = self.create_on_adapter(p.0, "rvgpu_buffer_create", &[bytes])?;
         let gpu_va = self.ok_out(p.0, "rvgpu_buffer_gpu_va", &[handle])?;
         Ok(DBuffer {
@@ -433,7 +443,7 @@ impl DllSession {
         })
     }
 
-    pub(super) fn buffer_address(
+    pub(crate) fn buffer_address(
         &self,
         b: BufferRef,
         offset: u64,
@@ -444,7 +454,7 @@ impl DllSession {
 
     /// Each batch of `batches` as the C API's command dwords, its buffers at their GPU
     /// addresses (what a lane of a threaded stream submits).
-    pub(super) fn batch_dwords(
+    pub(crate) fn batch_dwords(
         &self,
         batches: &[Vec<crate::backend::Work>],
     ) -> Result<Vec<Vec<u32>>, Failure> {
@@ -457,7 +467,7 @@ impl DllSession {
             .collect()
     }
 
-    pub(super) fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
+    pub(crate) fn address(&self, b: BufferRef, offset: u64, bytes: u64) -> Result<u64, Failure> {
         let d = self.buffer(b)?;
         if offset.checked_add(bytes).is_none_or(|end| end > d.size) {
             return Err(Failure::Backend(format!(
@@ -468,7 +478,7 @@ impl DllSession {
         Ok(d.gpu_va + offset)
     }
 
-    pub(super) fn started(&self, i: usize) -> Result<(), Failure> {
+    pub(crate) fn started(&self, i: usize) -> Result<(), Failure> {
         if self.opened.get(i).copied().unwrap_or(false) {
             Ok(())
         } else {
@@ -478,7 +488,7 @@ impl DllSession {
 
     /// `rvgpu_queue_submit` of one batch: GPU waits, packets, GPU signals (fence handle,
     /// value); its progress value.
-    pub(super) fn submit_batch(
+    pub(crate) fn submit_batch(
         &self,
         p: usize,
         h: u64,
@@ -504,7 +514,7 @@ impl DllSession {
     }
 
     /// `rvgpu_queue_status` of a live queue handle.
-    pub(super) fn status_of(&self, p: usize, h: u64) -> Result<UmQueueInfo, Failure> {
+    pub(crate) fn status_of(&self, p: usize, h: u64) -> Result<UmQueueInfo, Failure> {
         // RvgpuQueueStatus: three u64, four u32.
         let mut st = [0u64; 5];
         self.ok(p, "rvgpu_queue_status", &[h, st.as_mut_ptr() as u64])?;
@@ -547,7 +557,7 @@ impl DllSession {
     }
 
     /// Everything of process `p` through the DLL, then the process ends.
-    pub(super) fn close_process(&mut self, p: usize) -> Result<(), Failure> {
+    pub(crate) fn close_process(&mut self, p: usize) -> Result<(), Failure> {
         let (_, adapter) = self.process(p)?;
         let queues = self.queues_of(p);
         let mut first_error = None;
@@ -607,7 +617,7 @@ impl DllSession {
     /// The process ends without cleaning up (UM-17 a normal exit, UM-18 killed from outside):
     /// the DLL runs no more code and the OS tears down its devices. Its queues keep their last
     /// status; its buffers are gone with it.
-    pub(super) fn exit_process(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure> {
+    pub(crate) fn exit_process(&mut self, p: usize, how: ProcessEnd) -> Result<(), Failure> {
         let (up, _) = self.process(p)?;
         // Every device the process opened (a second `rvgpu_open_adapter` is named as a process
         // of its own) ends with it.
@@ -627,7 +637,7 @@ impl DllSession {
                 }
             }
         }
-        // The application's own devices (`dll_monitored`) are the process's too.
+        // The application's own devices (`monitored`) are the process's too.
         let own: Vec<rvgpu_simos::UmsProcess> = (self.own_devices.iter())
             .filter(|d| same.contains(&d.process))
             .map(|d| d.kmt.parts().1)
@@ -671,7 +681,11 @@ impl Session for DllSession {
             .get(i)
             .ok_or_else(|| Failure::Backend(format!("no adapter {i}")))?
             .clone()?;
-        Ok(super::mark_started(&mut self.opened, i, render_only))
+        Ok(crate::backend::kmt::lifecycle::mark_started(
+            &mut self.opened,
+            i,
+            render_only,
+        ))
     }
 
     fn stop_adapter(&mut self, i: usize) -> Result<(), Failure> {
@@ -695,7 +709,7 @@ impl Session for DllSession {
     /// backend.
     fn run_until(&mut self, budget: Duration, done: Until<'_>) -> Result<bool, Failure> {
         if !self.stepped() {
-            return super::poll_until(self, budget, |s| s.fault(), done);
+            return crate::backend::kmt::lifecycle::poll_until(self, budget, |s| s.fault(), done);
         }
         let rounds = usize::try_from(budget.as_micros() / 10).unwrap_or(usize::MAX);
         let this: &DllSession = self;
@@ -748,10 +762,10 @@ impl Drop for DllSession {
 }
 
 /// (`RvgpuFence*`, value) pairs: a batch's wait or signal list.
-pub(super) type FenceList = Vec<(u64, u64)>;
+pub(crate) type FenceList = Vec<(u64, u64)>;
 
 /// Commands as the C API takes them: each 64-bit word as two dwords, low half first.
-pub(super) fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
+pub(crate) fn dwords(cmds: &[rvgpu_hw::cmd::Command]) -> Result<Vec<u32>, Failure> {
     let mut out = Vec::new();
     for c in cmds {
         let mut words = [0u64; 16];

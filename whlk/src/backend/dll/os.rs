@@ -6,7 +6,7 @@
 //! around it, as on the simulation backend (`crate::backend::sim`).
 //!
 //! The OS's records name D3DKMT objects; a queue is named by the objects its
-//! `rvgpu_queue_create` made ([`super::dll::DQueue::objects`]), a process by its device.
+//! `rvgpu_queue_create` made ([`super::DQueue::objects`]), a process by its device.
 //! What depends on objects the DLL keeps to itself (a queue's ring) is not offered here.
 //!
 //! The kernel-mode testing interface ([`crate::backend::testing`]) is D3DKMT's, not the
@@ -15,11 +15,11 @@
 
 use std::sync::Arc;
 
-use super::dll::DllSession;
+use super::DllSession;
 use crate::backend::sim::control;
 use crate::backend::sim::failure;
-use crate::backend::sim::kmt::SessKmt;
 use crate::backend::sim::tdr::{device_engine_probe, os_tdr_steps};
+use crate::backend::sim::thunks::SessKmt;
 use crate::backend::{
     nth, BufferRef, BugCheckInfo, BugChecks, DeviceLoss, EngineProbe, EngineStateChange, Failure,
     FaultInjection, OsControl, OsEvent, OsTrace, PagingFill, PowerStatus, ProcessRef, StepMode,
@@ -28,7 +28,7 @@ use crate::backend::{
 
 impl DllSession {
     /// The adapter and objects of queue `q` (live or closed).
-    pub(super) fn queue_objects(&self, q: UmQueueRef) -> Result<(usize, &[u32]), Failure> {
+    pub(crate) fn queue_objects(&self, q: UmQueueRef) -> Result<(usize, &[u32]), Failure> {
         let d = nth(&self.queues, q.0, "queue")?;
         let adapter = self
             .processes
@@ -265,14 +265,16 @@ impl DllSession {
     fn on_hooks_device<T>(
         &mut self,
         i: usize,
-        mut f: impl FnMut(&dyn super::sync::TestThunks) -> Result<T, rvgpu_umd::kmt::NtStatus>,
+        mut f: impl FnMut(
+            &dyn crate::backend::kmt::sync::TestThunks,
+        ) -> Result<T, rvgpu_umd::kmt::NtStatus>,
     ) -> Result<T, Failure> {
         let k = self.hooks_device(i)?;
-        match f(super::kmd_calls::thunks(&*k)?) {
+        match f(crate::backend::kmt::kmd_calls::thunks(&*k)?) {
             Err(s) if s == rvgpu_umd::kmt::STATUS_DEVICE_REMOVED => {
                 self.hooks_device = None;
                 let k = self.hooks_device(i)?;
-                f(super::kmd_calls::thunks(&*k)?)
+                f(crate::backend::kmt::kmd_calls::thunks(&*k)?)
                     .map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0)))
             }
             r => r.map_err(|s| self.fault().unwrap_or(Failure::DdiFailed(s.0))),
@@ -281,18 +283,18 @@ impl DllSession {
 }
 
 /// The KMD's journal beside the DLL, through the escape on a device of the harness's own (the
-/// machine is the runbook's test machine: `TestHooks` = 1, `super::sim`).
+/// machine is the runbook's test machine: `TestHooks` = 1, `crate::backend::kmt::sim`).
 impl crate::backend::KmdJournal for DllSession {
     fn kmd_journal(
         &mut self,
         i: usize,
         from: u64,
     ) -> Result<Vec<rvgpu_hw::testhooks::JournalRecord>, Failure> {
-        self.on_hooks_device(i, |t| super::kmd_calls::read_journal(t, from))
+        self.on_hooks_device(i, |t| crate::backend::kmt::kmd_calls::read_journal(t, from))
     }
 
     fn last_dbg_info(&mut self, i: usize) -> Result<(u64, String), Failure> {
-        self.on_hooks_device(i, super::kmd_calls::read_dbg_info)
+        self.on_hooks_device(i, crate::backend::kmt::kmd_calls::read_dbg_info)
     }
 }
 
@@ -306,7 +308,7 @@ impl crate::backend::KmdFaults for DllSession {
     ) -> Result<(), Failure> {
         let mut refused = None;
         let r = self.on_hooks_device(i, |t| {
-            super::kmd_calls::arm(t, op, node).or_else(|e| match e {
+            crate::backend::kmt::kmd_calls::arm(t, op, node).or_else(|e| match e {
                 Failure::DdiFailed(s) => Err(rvgpu_umd::kmt::NtStatus(s)),
                 other => {
                     refused = Some(other);

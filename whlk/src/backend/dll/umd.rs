@@ -22,16 +22,16 @@ use std::time::Duration;
 
 use rvgpu_simos::machine::answers::UmsProgress;
 
-use super::dll::{
+use super::state::{DEvent, DllFence, DllObjects};
+use super::{
     status_name, DllSession, FenceList, DEVICE_LOST, LOCK_READ, LOCK_WRITE, OK, TIMEOUT,
     WAS_STILL_DRAWING,
 };
-use super::dll_state::{DEvent, DllFence, DllObjects};
-use super::monitored::EVENT_SLICE;
-use crate::backend::app::{AppUmd, QueueOp, Waiter};
+use crate::backend::app::{AppMappings, AppUmd, QueueOp, Waiter};
+use crate::backend::kmt::monitored::EVENT_SLICE;
 use crate::backend::{
-    BufferRef, Failure, FenceRef, FenceValues, LockOutcome, Pages, ProcessRef, TrackedInfo,
-    TrackedWork, UmQueueRef, WaitResult,
+    BufferRef, Failure, FenceRef, FenceValues, LockOutcome, OwnFenceMapping, Pages, ProcessRef,
+    TrackedInfo, TrackedWork, UmQueueRef, WaitResult,
 };
 
 /// `RVGPU_STATUS_INVALID_HANDLE`.
@@ -39,13 +39,13 @@ const INVALID_HANDLE: u64 = 8;
 /// `RVGPU_FENCE_SHAREABLE`.
 const SHAREABLE: u64 = 1;
 
-pub(super) fn nanos(d: Duration) -> u64 {
+pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1)
 }
 
 /// One operation of a batch as the C API takes it, a fence by its `RvgpuFence*`.
 #[derive(Clone, Copy)]
-pub(super) enum DllOp {
+pub(crate) enum DllOp {
     Wait(u64, u64),
     Cmd(rvgpu_hw::cmd::Command),
     Signal(u64, u64),
@@ -55,7 +55,7 @@ impl DllSession {
     /// `ops` in order on queue `h` of process `p`, as batches of `rvgpu_queue_submit`, each its
     /// waits, packets and signals: a wait after packets or signals, or a packet after signals,
     /// starts a new batch. The last batch's progress value.
-    pub(super) fn submit_in_order(&self, p: usize, h: u64, ops: &[DllOp]) -> Result<u64, Failure> {
+    pub(crate) fn submit_in_order(&self, p: usize, h: u64, ops: &[DllOp]) -> Result<u64, Failure> {
         type Batch = (FenceList, Vec<rvgpu_hw::cmd::Command>, FenceList);
         let mut batches: Vec<Batch> = vec![Batch::default()];
         for op in ops {
@@ -105,7 +105,7 @@ impl DllSession {
     /// Fence `h` of process `holder` opened in process `p` as an application does it:
     /// `rvgpu_fence_share`, `DuplicateHandle` (the harness, as the OS), `rvgpu_fence_open`,
     /// each NT handle closed. Its `RvgpuFence*` in `p`.
-    pub(super) fn share_into(&self, holder: usize, h: u64, p: usize) -> Result<u64, Failure> {
+    pub(crate) fn share_into(&self, holder: usize, h: u64, p: usize) -> Result<u64, Failure> {
         let nt = self.ok_out(holder, "rvgpu_fence_share", &[h])?;
         let (from, to) = (self.nt_process(holder)?, self.nt_process(p)?);
         let dup = self.machine().duplicate_handle(from, nt, to);
@@ -118,7 +118,7 @@ impl DllSession {
 
     /// A CPU wait of process `p` for fence handle `h` (a native or a user-mode fence: the C API
     /// waits on both alike) to reach `value`, its status read as the wait's result.
-    pub(super) fn fence_wait(
+    pub(crate) fn fence_wait(
         &self,
         p: usize,
         h: u64,
@@ -475,5 +475,14 @@ impl crate::backend::FenceInternals for DllSession {
             current,
             monitored: self.os_fence(f)?.monitored_value(),
         })
+    }
+}
+
+/// The UMD DLL's C API hands out no fence mapping.
+impl AppMappings for DllSession {
+    fn fence_own_mapping(&self, _p: usize, _f: &DllFence) -> Result<OwnFenceMapping, Failure> {
+        Err(Failure::Unsupported(
+            "a fence's mapping: the UMD DLL's C API does not hand it out".into(),
+        ))
     }
 }

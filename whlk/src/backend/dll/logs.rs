@@ -2,7 +2,7 @@
 //! ([`FenceLogs`]) for an application on rvgpu_umd.dll.
 //!
 //! A fence is `rvgpu_fence_create2` (shareable, so a case may open it elsewhere); opening it in
-//! another process is the share / `DuplicateHandle` / open sequence of `dll_umd`; a batch
+//! another process is the share / `DuplicateHandle` / open sequence of `umd`; a batch
 //! of packets and fence operations is `rvgpu_queue_submit` batches in order (a batch's waits
 //! come before its packets and its signals after, so a wait after a packet or a signal, or a
 //! packet after a signal, starts a new batch). The logs are the OS's records, read by the
@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use rvgpu_umd::fencelog::{FenceTrace, LogKind as UmdLogKind, QueuedOp};
 
-use super::dll::DllSession;
-use super::dll_umd::DllOp;
+use super::umd::DllOp;
+use super::DllSession;
 use crate::backend::sim::failure;
 use crate::backend::sim::logs::{
     hw_kind, os_log_counters, os_queue_logs, recorded_on, start_recording,
@@ -98,7 +98,7 @@ impl DllSession {
 
     /// Feeds what queue `h` of process `p` reports to the recorder, if the fence timeline is
     /// being recorded.
-    pub(super) fn drain_fence_log(&self, p: usize, h: u64) -> Result<(), Failure> {
+    pub(crate) fn drain_fence_log(&self, p: usize, h: u64) -> Result<(), Failure> {
         let Some(rec) = &self.recorder else {
             return Ok(());
         };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::Machine;
 
-use super::dll::{status_name, DProcess, DQueue, DllSession, DEVICE_LOST, LOCK_WRITE, OK, TIMEOUT};
+use super::{status_name, DProcess, DQueue, DllSession, DEVICE_LOST, LOCK_WRITE, OK, TIMEOUT};
 use crate::backend::app::{AppQueues, QueueWait};
 use crate::backend::lanes::StreamGate;
 use crate::backend::{
@@ -20,7 +20,7 @@ use crate::backend::{
 /// One [`StreamLane`] on its own thread: `rvgpu_queue_submit` of each batch, in order. A lane
 /// that stops after a recovery learns of it from the OS's counters on `m` (the harness
 /// steering the application, as the simulation backend does).
-pub(super) fn stream_lane(
+pub(crate) fn stream_lane(
     m: &Machine,
     adapter: usize,
     (gate, k): (&StreamGate<'_>, usize),
@@ -105,7 +105,7 @@ pub(super) fn stream_lane(
 }
 
 /// One [`ChurnLane`] on its own thread.
-pub(super) fn churn_lane(
+pub(crate) fn churn_lane(
     lane: &ChurnLane,
     up: &Arc<UserProcess>,
     adapter: u64,
@@ -229,7 +229,7 @@ impl AppQueues for DllSession {
     fn queue_create(&mut self, p: ProcessRef, new: NewQueue) -> Result<UmQueueRef, Failure> {
         let NewQueue { node, path: kind } = new;
         if let Some(why) = &self.no_native_fences {
-            return Err(super::no_native_fences(why));
+            return Err(crate::backend::kmt::lifecycle::no_native_fences(why));
         }
         let (_, adapter) = self.process(p.0)?;
         // RvgpuQueueDesc: node, kind, priority, ring size (4 KiB: the rings the cases wrap).
@@ -313,7 +313,7 @@ impl AppQueues for DllSession {
     /// `rvgpu_queue_status` (which path the queue ended on), `rvgpu_destroy_queue`.
     fn churn_lanes(&mut self, lanes: &[ChurnLane]) -> Result<Vec<ChurnReport>, Failure> {
         if let Some(why) = &self.no_native_fences {
-            return Err(super::no_native_fences(why));
+            return Err(crate::backend::kmt::lifecycle::no_native_fences(why));
         }
         let mut jobs = Vec::with_capacity(lanes.len());
         for lane in lanes {

@@ -11,8 +11,8 @@
 //! (`D3DKMTSubmitCommandToHwQueue`), which gets no VidSch fence ID: the OS's record must show
 //! the queue's submission, and the ID returned is 0, as a Windows backend's.
 
-use super::dll::DllSession;
-use super::dll_state::DContext;
+use super::state::DContext;
+use super::DllSession;
 use crate::backend::{ContextRef, DmaContexts, Failure, ProcessRef, TdrTrace, Work};
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_simos::{Machine, UmsEvent};
@@ -37,7 +37,7 @@ fn queue_submissions(m: &Machine, i: usize) -> usize {
 
 impl DllSession {
     /// Destroys process `p`'s live contexts (before its adapter closes); the first failure.
-    pub(super) fn destroy_contexts_of(&mut self, p: usize) -> Result<(), Failure> {
+    pub(crate) fn destroy_contexts_of(&mut self, p: usize) -> Result<(), Failure> {
         let mut first = Ok(());
         let live: Vec<u64> = self
             .dma
@@ -90,7 +90,7 @@ impl DmaContexts for DllSession {
             .map(|d| d.adapter)
             .ok_or_else(|| Failure::Backend(format!("no process {p}")))?;
         let cmds = crate::backend::encode_work(work, |b, o, n| self.buffer_address(b, o, n))?;
-        let dwords = super::dll::dwords(&cmds)?;
+        let dwords = super::dwords(&cmds)?;
         let args = [h, dwords.as_ptr() as u64, dwords.len() as u64];
         if hardware_scheduled(self.machine(), adapter, node) {
             let before = queue_submissions(self.machine(), adapter);

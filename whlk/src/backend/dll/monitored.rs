@@ -8,12 +8,12 @@
 
 use std::sync::Arc;
 
-use super::dll::DllSession;
-use super::dll_state::{DDevice, DEvent};
-use super::monitored::{OwnDevices, OwnMonitored};
+use super::state::{DDevice, DEvent};
+use super::DllSession;
 use crate::backend::app::Waiter;
+use crate::backend::kmt::monitored::{OwnDevices, OwnMonitored};
 use crate::backend::sim::failure;
-use crate::backend::sim::kmt::SessKmt;
+use crate::backend::sim::thunks::SessKmt;
 use crate::backend::Failure;
 
 impl From<Waiter> for DEvent {

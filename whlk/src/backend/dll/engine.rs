@@ -5,19 +5,21 @@ use std::time::Duration;
 
 use rvgpu_simos::Machine;
 
-use super::dll::DllSession;
-use super::dll_usermode::stream_lane;
+use super::usermode::stream_lane;
+use super::DllSession;
 use crate::backend::{DriverCaps, Failure, StreamLane, StreamReport, SubmissionCaps};
 
 /// The OS's record of what the driver reported, read by the harness (an application sees only
 /// what `D3DKMTQueryAdapterInfo` passes on).
 impl crate::backend::KmdCaps for DllSession {
     fn driver_caps(&mut self, i: usize) -> Result<DriverCaps, Failure> {
-        crate::backend::sim::driver_caps_of(&self.m, i)
+        crate::backend::sim::translate::driver_caps_of(&self.m, i)
     }
 
     fn submission_caps(&mut self, i: usize) -> Result<SubmissionCaps, Failure> {
-        Ok(crate::backend::sim::submission_caps_of(&self.m, i))
+        Ok(crate::backend::sim::translate::submission_caps_of(
+            &self.m, i,
+        ))
     }
 }
 
