@@ -291,21 +291,21 @@ fn share_fence(m: &Arc<Machine>, a: &App, b: &App) -> (u64, u64) {
 /// either process runs while the fence moves): A waits for 3 and 5 on events, the GPU signals
 /// 3, B's wait for 8 arrives (24H2 raises MonitoredValue from 3 to 8 over A's 5), the GPU
 /// signals 6 and goes idle. A's event for 5 is signalled at 6 under every reading, B's is not
-/// before 8; each wait costs two kernel calls.
+/// before 8; each wait costs at most two registrations.
 #[test]
 fn mf_04_an_async_wait_is_released_at_its_value_under_another_process_s_later_wait() {
     for m in both_builds() {
         let a = App::new(&m);
         let b = App::new(&m);
         let (fa, fb) = share_fence(&m, &a, &b);
-        // Each wait, above CurrentValue + 1, is two kernel calls: the registration and the
-        // re-arm at CurrentValue + 1.
+        // Each wait is its registration and at most one re-arm, at the lowest pending wait of
+        // both processes (the KMD's board: umd/src/waitboard.rs).
         let on = |app: &App, f: u64, v: u64| {
             let e = app.event();
             let before = app.p.calls("D3DKMTWaitForSynchronizationObjectFromCpu");
             assert_eq!(call(&app.p, "rvgpu_fence_wait_async", &[f, v, e]), OK);
             let calls = app.p.calls("D3DKMTWaitForSynchronizationObjectFromCpu") - before;
-            assert_eq!(calls, 2, "kernel calls of the wait for {v}");
+            assert!((1..=2).contains(&calls), "{calls} registrations for {v}");
             e
         };
         let e3 = on(&a, fa, 3);
