@@ -32,10 +32,11 @@
 //! - (g) the same waits from two processes on one shared fence, arrivals taking turns, each
 //!   process with its own table: knowing the fence is shared (`Waits::share`, re-arm at
 //!   CurrentValue + 1; held: no late wake), not knowing it (the per-process rule, whose
-//!   re-arms and registrations raise MonitoredValue over the other's waits), and sharing a
-//!   board of their pending waits (`rvgpu_umd::waitboard`, re-arm at the lowest of all; held:
-//!   no late wake and at most 3 interrupts per satisfied wait under both readings), also with a
-//!   third sharer writing garbage in its slot (held: no late wake, and under 24H2 no more
+//!   re-arms and registrations raise MonitoredValue over the other's waits), and sharing the
+//!   KMD's board of their pending waits (`rvgpu_umd::waitboard` over [`KmdBoard`]: a process
+//!   per sharer, each writing only its own open's slot by escape; re-arm at the lowest of all;
+//!   held: no late wake and at most 3 interrupts per satisfied wait under both readings), also
+//!   with a third sharer writing garbage in its slot (held: no late wake, and under 24H2 no more
 //!   interrupts than the C + 1 rule). The `--test` run checks the rows of (f) and (g) against
 //!   docs/performance.md, which gives them at its N.
 //!
@@ -433,6 +434,68 @@ struct UmdCounts {
     late: LateWakes,
 }
 
+/// The KMD's wait board, as the shipped UMD reaches it (`rvgpu_hw::pdd::WaitBoardEscape`):
+/// one simulated process per sharer, each holding its own open of the fence from an NT handle
+/// and writing only its own slot, through its own device's escapes.
+struct KmdBoard<'m> {
+    sharers: Vec<(rvgpu_simos::kmt::SimKmt<'m>, u64)>,
+}
+
+impl<'m> KmdBoard<'m> {
+    /// `sharers` processes holding `f`: its creator `creator` (sharer 0), and new processes
+    /// opening it from a shared NT handle. Every holder of the fence is a sharer: an open that
+    /// never publishes would make every answer Unknown.
+    fn new(
+        m: &'m Machine,
+        f: &NativeFence,
+        creator: rvgpu_simos::UmsProcess,
+        sharers: usize,
+    ) -> Self {
+        use rvgpu_umd::kmt::Kmt;
+        let nt = ok(m, m.share_native_fence(f));
+        let mut v = vec![(m.kmt(&creator), f.current_value_va())];
+        for _ in 1..sharers {
+            let p = ok(m, m.create_process(0));
+            let k = m.kmt(&p);
+            let theirs = ok(m, m.duplicate_handle(creator.pid, nt, p.pid));
+            let opened = k
+                .open_native_fence(theirs)
+                .expect("open from the NT handle");
+            let va = opened.gpu.current.get();
+            v.push((k, va));
+        }
+        Self { sharers: v }
+    }
+
+    fn escape(
+        &self,
+        me: usize,
+        slot: Option<Slot>,
+        from: u64,
+        to: u64,
+    ) -> rvgpu_umd::waitboard::Peers {
+        use zerocopy::IntoBytes;
+        let Some((k, va)) = self.sharers.get(me) else {
+            return rvgpu_umd::waitboard::Peers::Unknown;
+        };
+        let asked = rvgpu_umd::waitboard::request(*va, slot, from, to);
+        let mut q = asked;
+        k.escape_driver_private(q.as_mut_bytes())
+            .expect("the KMD's board");
+        rvgpu_umd::waitboard::answer(&asked, &q)
+    }
+}
+
+impl Board for KmdBoard<'_> {
+    fn publish(&mut self, me: usize, slot: Slot) {
+        self.escape(me, Some(slot), 0, 0);
+    }
+
+    fn peers(&self, me: usize, from: u64, to: u64) -> rvgpu_umd::waitboard::Peers {
+        self.escape(me, None, from, to)
+    }
+}
+
 /// (f) and (g): the arriving pattern of (e) on one fence, issued as the UMD issues its CPU waits
 /// (`rvgpu_umd::wait::Waits`): each registration is followed by the table's re-arm, and a
 /// released (blocking) waiter leaves and re-arms what its table says, looked at every
@@ -444,10 +507,18 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
     cfg.os.reading = reading;
     let m = machine_from(cfg);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
-    let f = ok(
-        &m,
-        m.create_native_fence(0, q.pid(), NativeFenceDesc::default()),
-    );
+    let on_board = matches!(who.rearm, Rearm::Board { .. });
+    let desc = NativeFenceDesc {
+        shareable: on_board,
+        ..NativeFenceDesc::default()
+    };
+    let f = ok(&m, m.create_native_fence(0, q.pid(), desc));
+    // The board is the KMD's: one process per sharer, each with its own open of the fence.
+    let mut board: Box<dyn Board + '_> = if on_board {
+        Box::new(KmdBoard::new(&m, &f, q.process(), board_len(&who)))
+    } else {
+        Box::new(Slots::new(board_len(&who)))
+    };
     ok(&m, m.run_until_idle());
     let base = m.interrupt_counts(0).0;
     let claimed_base = CLAIMED.load(Ordering::Relaxed);
@@ -462,14 +533,14 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
         })
         .collect();
     let hostile = matches!(who.rearm, Rearm::Board { hostile: true });
-    let on_board = matches!(who.rearm, Rearm::Board { .. });
     // The board's last slot is the hostile sharer's; every sharer joins with nothing pending.
-    let mut board = Slots::new(board_len(&who));
     for p in 0..board_len(&who) {
         board.publish(p, Slot::NONE);
     }
+    // What each process last published: an unchanged slot is not published again.
+    let mut last = vec![Slot::NONE; who.processes];
     let mut scribbles = 0u64;
-    let mut scribble = |board: &mut Slots, c: u64| {
+    let mut scribble = |board: &mut dyn Board, c: u64| {
         if hostile {
             board.publish(who.processes, garbage(scribbles, c));
             scribbles += 1;
@@ -489,7 +560,7 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
     };
     // A re-arm of process `p` at `v`; on the board, checked against the board read after it
     // (`Waits::confirm_among`).
-    let rearm = |board: &Slots, p: usize, v: u64| {
+    let rearm = |board: &dyn Board, p: usize, v: u64| {
         let before = f.current_value();
         rearms.borrow_mut().push((v, register(v)));
         if on_board {
@@ -510,13 +581,15 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
             let target = (at(k + 1) + span / waiters / 2).min(to);
             let p = arrival % who.processes;
             arrival += 1;
-            scribble(&mut board, f.current_value());
+            scribble(&mut *board, f.current_value());
             let before = f.current_value();
-            if on_board {
+            let slot = tables[p].published(0, before, Some(target));
+            if on_board && slot != last[p] {
                 // Published before the registration, the others read after it
                 // (`rvgpu_umd::waitboard`).
                 board_calls.set(board_calls.get() + 1);
-                board.publish(p, tables[p].published(0, before, Some(target)));
+                board.publish(p, slot);
+                last[p] = slot;
             }
             let ev = register(target);
             let c = f.current_value();
@@ -526,7 +599,7 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
                 low = tables[p].rearm_among(0, target, c, board.peers(p, before, c));
             }
             if let Some(low) = low {
-                rearm(&board, p, low);
+                rearm(&*board, p, low);
             }
             pending.push((p, id, ev));
             let mut v = at(k) + 1;
@@ -544,19 +617,23 @@ fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, Um
                     }
                     !done
                 });
-                scribble(&mut board, f.current_value());
+                scribble(&mut *board, f.current_value());
                 for (p, _) in woken.iter().enumerate().filter(|(_, w)| **w) {
                     let c = f.current_value();
                     let low = if on_board {
                         // One call: the publish, answered with the others.
                         board_calls.set(board_calls.get() + 1);
-                        board.publish(p, tables[p].published(0, c, None));
+                        let slot = tables[p].published(0, c, None);
+                        if slot != last[p] {
+                            board.publish(p, slot);
+                            last[p] = slot;
+                        }
                         tables[p].after_release_among(0, c, board.peers(p, c, c))
                     } else {
                         tables[p].after_release(0, c)
                     };
                     if let Some(low) = low {
-                        rearm(&board, p, low);
+                        rearm(&*board, p, low);
                     }
                 }
                 v = end + 1;
