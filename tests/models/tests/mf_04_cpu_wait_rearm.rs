@@ -100,8 +100,11 @@ fn wait(os: &Mutex<Os>, table: &Mutex<Waits>, value: u64, owner: u64, board: OnB
     let mut t = table.lock().unwrap();
     let before = os.lock().unwrap().c;
     if let Some((b, me)) = board {
+        // As the shipped UMD: a slot unchanged since its last publish is not published again.
         let slot = t.published(FENCE, before, Some(value));
-        b.lock().unwrap().publish(me, slot);
+        if let Some(slot) = t.changed(FENCE, slot) {
+            b.lock().unwrap().publish(me, slot);
+        }
     }
     os.lock().unwrap().register(value, owner);
     let c = os.lock().unwrap().c;
@@ -208,6 +211,8 @@ fn table(shared: bool) -> Arc<Mutex<Waits>> {
     let mut t = Waits::default();
     if shared {
         t.share(FENCE);
+        // On the board with nothing pending, as `Sharers::new` publishes every slot.
+        t.on_board(FENCE, 0x1000, Slot::NONE);
     }
     Arc::new(Mutex::new(t))
 }
