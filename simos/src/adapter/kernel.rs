@@ -1,4 +1,4 @@
-//! The host kernel: [`SimKernel`], the simulation's [`Platform`] for the driver.
+//! The host kernel: [`SimKernel`], the simulation's [`Platform`](rvgpu_kmd::platform::Platform) for the driver.
 //!
 //! What ntoskrnl/hal give the driver on Windows, done on the host:
 //! - **MMIO**: `DxgkCbMapMemory` hands the driver, for BAR0, a pointer to a
@@ -10,11 +10,11 @@
 //!   `PAGE_FAULT_IN_NONPAGED_AREA`.
 //! - **IRQL**: a thread-local the simulation sets for each call it makes into the driver
 //!   (PASSIVE for ordinary DDIs on test threads, DISPATCH in DPCs, DIRQL in the ISR and in
-//!   `SynchronizeExecution` routines). [`Platform::raise_to_dispatch`] from above DISPATCH_LEVEL
-//!   and [`Platform::lower_irql`] to a higher level are Driver Verifier violations 0xC4/0x30 and
+//!   `SynchronizeExecution` routines). [`Platform::raise_to_dispatch`](rvgpu_kmd::platform::Platform::raise_to_dispatch) from above DISPATCH_LEVEL
+//!   and [`Platform::lower_irql`](rvgpu_kmd::platform::Platform::lower_irql) to a higher level are Driver Verifier violations 0xC4/0x30 and
 //!   0xC4/0x31 (the simulation runs the driver as WHLK does, under Verifier; without it Windows
 //!   raises 0x9 and 0xA for the same mistakes).
-//! - **Bus addresses**: [`Platform::bus_address`] looks the VA up in the process-wide registry
+//! - **Bus addresses**: [`Platform::bus_address`](rvgpu_kmd::platform::Platform::bus_address) looks the VA up in the process-wide registry
 //!   of contiguous memory the simulated Dxgkrnl handed out (machines run in parallel test
 //!   threads; VAs are unique process-wide, so one registry serves all of them).
 //! - **DbgPrint**: captured per machine ([`crate::Machine::driver_log`]), and echoed to stderr
@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use rvgpu_hw::addr::BusAddr;
 use rvgpu_hw::mmio::{MmioBus, TrapWindow};
-use rvgpu_kmd::platform::{Irql, Level, Platform};
+use rvgpu_kmd::platform::{Irql, Level};
 
 use crate::base::bugcheck::{self, kirql, BugCheck};
 use crate::base::lock::lock;
@@ -48,7 +48,7 @@ pub use crate::base::processor::{check_return_irql, current_irql, set_irql, Irql
 
 /// What a mapped BAR pointer points at.
 #[derive(Clone, Copy)]
-enum WindowKind {
+pub(crate) enum WindowKind {
     /// A register BAR: the pointer is a leaked [`TrapWindow`].
     Trap(&'static TrapWindow),
     /// Plain memory (VRAM through BAR4): volatile accesses at the pointer.
@@ -236,7 +236,12 @@ pub fn is_mapped(base: usize) -> bool {
 /// Resolves an access of `width` bytes at `base + offset`, or raises 0x50 and returns `None`.
 /// On a halted machine (the calling thread's) nothing is resolved and nothing is raised: the
 /// access reads all-ones / is dropped, as nothing runs after a bug check.
-fn resolve(base: NonNull<u8>, offset: usize, width: usize, write: bool) -> Option<WindowKind> {
+pub(crate) fn resolve(
+    base: NonNull<u8>,
+    offset: usize,
+    width: usize,
+    write: bool,
+) -> Option<WindowKind> {
     if current_machine_halted() {
         return None;
     }
@@ -263,7 +268,7 @@ fn resolve(base: NonNull<u8>, offset: usize, width: usize, write: bool) -> Optio
     found
 }
 
-fn trap(window: &'static TrapWindow) -> Option<&'static dyn MmioBus> {
+pub(crate) fn trap(window: &'static TrapWindow) -> Option<&'static dyn MmioBus> {
     if window.magic == TrapWindow::MAGIC {
         Some(window.bus)
     } else {
@@ -307,210 +312,94 @@ pub fn dma_bus_address(va: usize) -> Option<u64> {
 #[derive(Debug)]
 pub struct SimKernel;
 
-// SAFETY: every MMIO accessor performs exactly one device access per call (one `MmioBus` call,
-// which the device model handles synchronously, or one volatile access), in program order on
-// the calling thread; the registry lookup takes a read lock (acquire), and the device model's
-// own accesses are SeqCst/locked, so accesses are not reordered across the trap.
-unsafe impl Platform for SimKernel {
-    // Out of line: each accessor is the device's cost (one trap), and the driver/device split
-    // of the instruction counts (scripts/callgrind-split.py) matches it by name, so it must
-    // not depend on what the inliner does with the driver's callers.
-    #[inline(never)]
-    unsafe fn mmio_read32(base: NonNull<u8>, offset: usize) -> u32 {
-        match resolve(base, offset, 4, false) {
-            Some(WindowKind::Trap(w)) => trap(w).map_or(u32::MAX, |b| b.read32(offset)),
-            // SAFETY: `resolve` checked that [base+offset, +4) lies in a live registered
-            // memory window, aligned.
-            Some(WindowKind::Memory) => unsafe {
-                base.as_ptr().add(offset).cast::<u32>().read_volatile()
-            },
-            None => u32::MAX,
-        }
+// The `Platform` impl itself is the driver->OS FFI (crate::dxgkrnl::callbacks::ffi); what
+// it does beyond touching the driver's pointers is here.
+
+/// `KeRaiseIrql` to DISPATCH_LEVEL: from above it is a Verifier violation (the level is left
+/// alone then: the machine is halted, and the matching lower must not make things worse).
+pub(crate) fn raise_to_dispatch() -> Irql {
+    let current = current_irql();
+    if current > Irql::Dispatch {
+        raise(BugCheck::verifier(
+            bugcheck::verifier::RAISE_IRQL_LOWER,
+            kirql(current),
+            kirql(Irql::Dispatch),
+            0,
+        ));
+        return current;
     }
+    set_irql(Irql::Dispatch);
+    current
+}
 
-    #[inline(never)]
-    unsafe fn mmio_write32(base: NonNull<u8>, offset: usize, value: u32) {
-        match resolve(base, offset, 4, true) {
-            Some(WindowKind::Trap(w)) => {
-                if let Some(b) = trap(w) {
-                    b.write32(offset, value);
-                }
-            }
-            // SAFETY: as in `mmio_read32`.
-            Some(WindowKind::Memory) => unsafe {
-                base.as_ptr()
-                    .add(offset)
-                    .cast::<u32>()
-                    .write_volatile(value)
-            },
-            None => {}
-        }
+/// `KeLowerIrql` to `previous`: to a higher level it is a Verifier violation.
+pub(crate) fn lower_irql(previous: Irql) {
+    let current = current_irql();
+    if previous > current {
+        raise(BugCheck::verifier(
+            bugcheck::verifier::LOWER_IRQL_HIGHER,
+            kirql(current),
+            kirql(previous),
+            0,
+        ));
+        return;
     }
+    set_irql(previous);
+}
 
-    #[inline(never)]
-    unsafe fn mmio_read64(base: NonNull<u8>, offset: usize) -> u64 {
-        match resolve(base, offset, 8, false) {
-            Some(WindowKind::Trap(w)) => trap(w).map_or(u64::MAX, |b| b.read64(offset)),
-            // SAFETY: as in `mmio_read32`, 8 bytes.
-            Some(WindowKind::Memory) => unsafe {
-                base.as_ptr().add(offset).cast::<u64>().read_volatile()
-            },
-            None => u64::MAX,
-        }
+/// An event of the Linux build's provider `handle`, its parts read: to the writing thread's
+/// machine's session.
+pub(crate) fn etw_write(
+    handle: u64,
+    descriptor: &rvgpu_kmd::etw::EventDescriptor,
+    parts: &[(u8, &[u8])],
+) {
+    let Some(m) = current_machine() else { return };
+    let Some(guid) = crate::base::etw::session::provider_of(handle) else {
+        return;
+    };
+    m.etw().deliver(guid, descriptor, parts);
+}
+
+/// The simulation's QPC ([`crate::base::clock::qpc`], 10 MHz), the clock the UMD's queued
+/// events use too.
+pub(crate) fn query_performance_counter() -> (u64, u64) {
+    (crate::base::clock::qpc(), crate::base::clock::QPC_HZ)
+}
+
+/// The adapter's software key as the INF wrote it and the machine's configuration changed it
+/// (`AdapterConfig::software_key`): what IoOpenDeviceRegistryKey with PLUGPLAY_REGKEY_DRIVER
+/// opens for the PDO Dxgkrnl gave the driver, then ZwQueryValueKey
+/// (`KeyValuePartialInformation`) reads. A value counts only if it is a `REG_DWORD` of four
+/// bytes (learn.microsoft.com, IoOpenDeviceRegistryKey and KEY_VALUE_PARTIAL_INFORMATION).
+pub(crate) fn software_key_dword(pdo: usize, name: &str) -> Option<u32> {
+    crate::adapter::registry::software_key_dword(pdo, name)
+}
+
+/// Verifier's IRQL rule for pool (nothing above DISPATCH_LEVEL: the ISR and synchronized
+/// routines must not allocate) and its low-resources simulation, per machine.
+pub(crate) fn pool_allocation_permitted() -> bool {
+    let irql = current_irql();
+    if irql > Irql::Dispatch {
+        raise(BugCheck::verifier(
+            bugcheck::verifier::NONPAGED_ALLOC_ABOVE_DISPATCH,
+            kirql(irql),
+            0,
+            0,
+        ));
+        return false;
     }
+    current_machine().is_none_or(|m| m.pool().permit())
+}
 
-    #[inline(never)]
-    unsafe fn mmio_write64(base: NonNull<u8>, offset: usize, value: u64) {
-        match resolve(base, offset, 8, true) {
-            Some(WindowKind::Trap(w)) => {
-                if let Some(b) = trap(w) {
-                    b.write64(offset, value);
-                }
-            }
-            // SAFETY: as in `mmio_read32`, 8 bytes.
-            Some(WindowKind::Memory) => unsafe {
-                base.as_ptr()
-                    .add(offset)
-                    .cast::<u64>()
-                    .write_volatile(value)
-            },
-            None => {}
-        }
-    }
-
-    fn current_irql() -> Irql {
-        current_irql()
-    }
-
-    /// KTIMER + KDPC ([`crate::adapter::ktimer`]).
-    type Timer = crate::adapter::ktimer::SimTimer;
-
-    unsafe fn timer_arm(
-        timer: &Self::Timer,
-        period_ms: u32,
-        routine: rvgpu_kmd::platform::TimerRoutine,
-        context: *const core::ffi::c_void,
-    ) -> bool {
-        crate::adapter::ktimer::arm(timer, period_ms, routine, context.cast())
-    }
-
-    fn timer_cancel(timer: &Self::Timer) {
-        crate::adapter::ktimer::cancel(timer);
-    }
-
-    fn raise_to_dispatch() -> Irql {
-        let current = current_irql();
-        if current > Irql::Dispatch {
-            raise(BugCheck::verifier(
-                bugcheck::verifier::RAISE_IRQL_LOWER,
-                kirql(current),
-                kirql(Irql::Dispatch),
-                0,
-            ));
-            // Leave the level alone: the machine is halted, and the matching lower_irql must
-            // not make things worse.
-            return current;
-        }
-        set_irql(Irql::Dispatch);
-        current
-    }
-
-    fn lower_irql(previous: Irql) {
-        let current = current_irql();
-        if previous > current {
-            raise(BugCheck::verifier(
-                bugcheck::verifier::LOWER_IRQL_HIGHER,
-                kirql(current),
-                kirql(previous),
-                0,
-            ));
-            return;
-        }
-        set_irql(previous);
-    }
-
-    fn bus_address(va: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr> {
-        dma_bus_address(va.as_ptr() as usize).map(rvgpu_hw::addr::BusAddr::new)
-    }
-
-    /// ETW of the Linux build: one registration serving every machine of the process
-    /// ([`crate::etw`]).
-    fn etw_register(
-        provider: &'static rvgpu_kmd::etw::Guid,
-        callback: rvgpu_kmd::etw::EnableCallback,
-        context: *mut core::ffi::c_void,
-    ) -> Result<u64, i32> {
-        let cb = crate::base::etw::session::Callback::Host(callback, context as usize);
-        Ok(crate::base::etw::session::register(*provider, Some(cb)))
-    }
-
-    fn etw_unregister(handle: u64) {
-        crate::base::etw::session::unregister(handle);
-    }
-
-    /// The event goes to the writing thread's machine's session.
-    fn etw_write(
-        handle: u64,
-        descriptor: &rvgpu_kmd::etw::EventDescriptor,
-        data: &[rvgpu_kmd::etw::EventDataDescriptor],
-    ) {
-        let Some(m) = current_machine() else { return };
-        let Some(guid) = crate::base::etw::session::provider_of(handle) else {
-            return;
-        };
-        let parts: Vec<(u8, &[u8])> = data
-            .iter()
-            .map(|d| {
-                // SAFETY: the driver's descriptors point to its statics and its stack, alive
-                // for the call (Platform::etw_write's contract), `size` bytes each.
-                let bytes =
-                    unsafe { std::slice::from_raw_parts(d.ptr as *const u8, d.size as usize) };
-                (d.kind, bytes)
-            })
-            .collect();
-        m.etw().deliver(guid, descriptor, &parts);
-    }
-
-    /// The simulation's QPC ([`crate::base::clock::qpc`], 10 MHz), the clock the UMD's
-    /// queued events use too.
-    fn query_performance_counter() -> (u64, u64) {
-        (crate::base::clock::qpc(), crate::base::clock::QPC_HZ)
-    }
-
-    /// The adapter's software key as the INF wrote it and the machine's configuration changed
-    /// it (`AdapterConfig::software_key`): what IoOpenDeviceRegistryKey with
-    /// PLUGPLAY_REGKEY_DRIVER opens for the PDO Dxgkrnl gave the driver, then
-    /// ZwQueryValueKey (`KeyValuePartialInformation`) reads. A value counts only if it is a
-    /// `REG_DWORD` of four bytes (learn.microsoft.com, IoOpenDeviceRegistryKey and
-    /// KEY_VALUE_PARTIAL_INFORMATION).
-    fn software_key_dword(pdo: *mut std::ffi::c_void, name: &str) -> Option<u32> {
-        crate::adapter::registry::software_key_dword(pdo as usize, name)
-    }
-
-    /// Verifier's IRQL rule for pool (nothing above DISPATCH_LEVEL: the ISR and
-    /// synchronized routines must not allocate) and its low-resources simulation, per machine.
-    fn pool_allocation_permitted() -> bool {
-        let irql = current_irql();
-        if irql > Irql::Dispatch {
-            raise(BugCheck::verifier(
-                bugcheck::verifier::NONPAGED_ALLOC_ABOVE_DISPATCH,
-                kirql(irql),
-                0,
-                0,
-            ));
-            return false;
-        }
-        current_machine().is_none_or(|m| m.pool().permit())
-    }
-
-    fn log(level: Level, args: fmt::Arguments<'_>) {
-        let text = fmt::format(args);
-        match current_machine() {
-            Some(m) => m.push_log(level, text),
-            None => {
-                if std::env::var_os("RVGPU_SIM_LOG").is_some() {
-                    eprintln!("[no machine {level:?}] {text}");
-                }
+/// `DbgPrint`: to the current machine's driver log.
+pub(crate) fn log(level: Level, args: fmt::Arguments<'_>) {
+    let text = fmt::format(args);
+    match current_machine() {
+        Some(m) => m.push_log(level, text),
+        None => {
+            if std::env::var_os("RVGPU_SIM_LOG").is_some() {
+                eprintln!("[no machine {level:?}] {text}");
             }
         }
     }
@@ -520,43 +409,7 @@ unsafe impl Platform for SimKernel {
 mod tests {
     use super::*;
     use crate::adapter::state::MachineState;
-    use std::sync::atomic::{AtomicU32, Ordering};
-
-    struct Regs(AtomicU32);
-    impl MmioBus for Regs {
-        fn read32(&self, _offset: usize) -> u32 {
-            self.0.load(Ordering::SeqCst)
-        }
-        fn write32(&self, _offset: usize, value: u32) {
-            self.0.store(value, Ordering::SeqCst);
-        }
-        fn read64(&self, _offset: usize) -> u64 {
-            0
-        }
-        fn write64(&self, _offset: usize, _value: u64) {}
-    }
-
-    #[test]
-    fn trap_window_reaches_the_bus_and_unmapped_access_bugchecks() {
-        let state = Arc::new(MachineState::new());
-        let _ctx = MachineContext::enter(state.clone());
-        let bus: Arc<dyn MmioBus + Send + Sync> = Arc::new(Regs(AtomicU32::new(0)));
-        let base = map_trap_window(&bus, 0x100);
-        // SAFETY: `base` is a live trap window of 0x100 bytes.
-        unsafe {
-            SimKernel::mmio_write32(base, 0x10, 77);
-            assert_eq!(SimKernel::mmio_read32(base, 0x10), 77);
-        }
-        assert!(state.fault().is_none());
-        assert!(unmap_window(base.as_ptr() as usize));
-        // SAFETY: the simulation catches the stale pointer before any dereference.
-        let v = unsafe { SimKernel::mmio_read32(base, 0x10) };
-        assert_eq!(v, u32::MAX);
-        assert_eq!(
-            state.bugcheck().map(|b| b.code),
-            Some(bugcheck::PAGE_FAULT_IN_NONPAGED_AREA)
-        );
-    }
+    use rvgpu_kmd::platform::Platform;
 
     #[test]
     fn irql_raise_and_lower() {

@@ -31,10 +31,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use rvgpu_kmd::platform::{Irql, TimerRoutine};
+use rvgpu_kmd::platform::Irql;
 
 use crate::adapter::context::{current_machine, irql_above, MachineContext};
-pub use crate::adapter::timers::Armed;
+pub use crate::adapter::timers::{Armed, TimerRun};
 use crate::adapter::{all_adapters, AdapterShared};
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
@@ -58,7 +58,7 @@ fn adapter_of_current_ddi() -> Option<Arc<AdapterShared>> {
 }
 
 /// `KeSetTimerEx` with a DPC: see the module documentation.
-pub fn arm(timer: &SimTimer, period_ms: u32, routine: TimerRoutine, context: *const ()) -> bool {
+pub fn arm(timer: &SimTimer, period_ms: u32, routine: TimerRun) -> bool {
     if irql_above(Irql::Dispatch, arm as *const () as u64) {
         return false;
     }
@@ -85,7 +85,6 @@ pub fn arm(timer: &SimTimer, period_ms: u32, routine: TimerRoutine, context: *co
     let period = u64::from(period_ms.max(1));
     let armed = Arc::new(Armed {
         routine,
-        context: context as usize,
         period,
         due: AtomicU64::new(now.saturating_add(period)),
         cancelled: AtomicBool::new(false),
@@ -154,14 +153,14 @@ pub fn service(a: &AdapterShared) -> bool {
         t.due.store(now.saturating_add(t.period), Ordering::Release);
         let _m = MachineContext::enter(a.state.clone());
         let _irql = IrqlScope::enter(Irql::Dispatch);
-        // SAFETY: the driver's routine with the context it armed the timer with; the driver
-        // keeps both valid until its cancel returns, which waits for this run (`running`).
-        unsafe { (t.routine)(t.context as *const core::ffi::c_void) };
+        // The driver keeps its routine and context valid until its cancel returns, which waits
+        // for this run (`running`).
+        (t.routine.run)();
         if let Err(b) = check_return_irql(
             Irql::Dispatch,
             bugcheck::irql_unexpected::SIM_TIMER_DPC,
-            t.routine as usize as u64,
-            t.context as u64,
+            t.routine.address,
+            t.routine.context,
             0,
         ) {
             a.state.raise_bugcheck(b);
@@ -215,8 +214,19 @@ mod tests {
 
     static RUNS: AtomicU64 = AtomicU64::new(0);
 
-    unsafe fn count(_: *const core::ffi::c_void) {
+    fn count() {
         RUNS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn nothing() {}
+
+    /// `f` as a timer routine (no driver code: address and context 0).
+    fn run(f: fn()) -> TimerRun {
+        TimerRun {
+            address: 0,
+            context: 0,
+            run: Arc::new(f),
+        }
     }
 
     /// The OS's timer code run as though the driver called it from a PASSIVE_LEVEL DDI (no
@@ -226,12 +236,9 @@ mod tests {
     }
 
     /// Arms `timer` from inside a DDI of adapter 0, as the driver does from StartDevice.
-    fn arm_in_ddi(m: &crate::Machine, timer: &SimTimer, period: u32, r: TimerRoutine) -> bool {
+    fn arm_in_ddi(m: &crate::Machine, timer: &SimTimer, period: u32, r: fn()) -> bool {
         let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
-        ddi::passive(&a, inside_a_ddi(), |()| {
-            arm(timer, period, r, std::ptr::null())
-        })
-        .expect("ddi")
+        ddi::passive(&a, inside_a_ddi(), |()| arm(timer, period, run(r))).expect("ddi")
     }
 
     /// KeSetTimerEx above DISPATCH_LEVEL is 0xA; arming a timer that is still set is a
@@ -245,9 +252,8 @@ mod tests {
         m.start_adapter(0).expect("start");
         let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
         let t = SimTimer::default();
-        unsafe fn nothing(_: *const core::ffi::c_void) {}
         let armed = ddi::call(&a, inside_a_ddi(), At::Level(Irql::Device), |()| {
-            arm(&t, 10, nothing, std::ptr::null())
+            arm(&t, 10, run(nothing))
         });
         assert!(matches!(armed, Ok(false) | Err(_)), "{armed:?}");
         assert_eq!(
@@ -263,9 +269,7 @@ mod tests {
         let t: &'static SimTimer = Box::leak(Box::default());
         assert!(arm_in_ddi(&m, t, 10, nothing));
         let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
-        let again = ddi::passive(&a, inside_a_ddi(), |()| {
-            arm(t, 10, nothing, std::ptr::null())
-        });
+        let again = ddi::passive(&a, inside_a_ddi(), |()| arm(t, 10, run(nothing)));
         assert!(
             matches!(again, Err(SimError::Violation(_))),
             "a set timer armed again: {again:?}"
@@ -276,7 +280,7 @@ mod tests {
         let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
         m.load_driver().expect("load");
         m.start_adapter(0).expect("start");
-        unsafe fn leaks_irql(_: *const core::ffi::c_void) {
+        fn leaks_irql() {
             // As a routine that lowered the IRQL and did not restore it.
             std::mem::forget(IrqlScope::enter(Irql::Passive));
         }
@@ -296,7 +300,6 @@ mod tests {
         m.load_driver().expect("load");
         m.start_adapter(0).expect("start");
         let leaked: &'static SimTimer = Box::leak(Box::default());
-        unsafe fn nothing(_: *const core::ffi::c_void) {}
         assert!(arm_in_ddi(&m, leaked, 50, nothing));
         m.stop_adapter(0).expect("stop");
         match m.remove_adapter(0) {

@@ -5,15 +5,25 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rvgpu_kmd::platform::TimerRoutine;
-
 use crate::base::clock::MsClock;
 use crate::base::lock::lock;
 
+/// The routine a timer runs: the driver's, with the context it armed the timer with, bound by
+/// the driver->OS FFI (`dxgkrnl::callbacks::ffi`); address and context are bug-check
+/// parameters.
+#[derive(Clone)]
+pub struct TimerRun {
+    /// The routine's address.
+    pub address: u64,
+    /// The context's address.
+    pub context: u64,
+    /// Runs the routine with its context.
+    pub run: Arc<dyn Fn() + Send + Sync>,
+}
+
 /// One set timer.
 pub struct Armed {
-    pub(super) routine: TimerRoutine,
-    pub(super) context: usize,
+    pub(super) routine: TimerRun,
     pub(super) period: u64,
     pub(super) due: AtomicU64,
     pub(super) cancelled: AtomicBool,

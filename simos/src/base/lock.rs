@@ -12,11 +12,33 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::{Mutex, MutexGuard};
 
-/// A held mutex ([`lock`]); derefs to the guarded value.
+/// A held mutex ([`lock`]); derefs to the guarded value. The order record is told of the
+/// release before the mutex is let go (`Held` is dropped first: fields drop in order).
 pub(crate) struct Locked<'a, T: ?Sized> {
-    guard: MutexGuard<'a, T>,
     #[cfg(debug_assertions)]
-    class: Option<rvgpu_lockdep::Class>,
+    class: Held,
+    guard: MutexGuard<'a, T>,
+}
+
+/// The order record's entry for a held lock of a class (none: not ordered).
+#[cfg(debug_assertions)]
+struct Held(Option<rvgpu_lockdep::Class>);
+
+#[cfg(debug_assertions)]
+impl Held {
+    /// The class, with the record no longer told of a release when this is dropped.
+    fn take(mut self) -> Option<rvgpu_lockdep::Class> {
+        self.0.take()
+    }
+}
+
+#[cfg(debug_assertions)]
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(class) = self.0 {
+            rvgpu_lockdep::released(class);
+        }
+    }
 }
 
 impl<T: ?Sized> Deref for Locked<'_, T> {
@@ -29,15 +51,6 @@ impl<T: ?Sized> Deref for Locked<'_, T> {
 impl<T: ?Sized> DerefMut for Locked<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.guard
-    }
-}
-
-impl<T: ?Sized> Drop for Locked<'_, T> {
-    fn drop(&mut self) {
-        #[cfg(debug_assertions)]
-        if let Some(class) = self.class {
-            rvgpu_lockdep::released(class);
-        }
     }
 }
 
@@ -58,9 +71,9 @@ pub(crate) fn lock<T: ?Sized>(m: &Mutex<T>) -> Locked<'_, T> {
     };
     let guard = m.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     Locked {
-        guard,
         #[cfg(debug_assertions)]
-        class,
+        class: Held(class),
+        guard,
     }
 }
 
@@ -71,12 +84,12 @@ pub(crate) fn waiting<'a, T: ?Sized, R>(
     held: Locked<'a, T>,
     wait: impl FnOnce(MutexGuard<'a, T>) -> (MutexGuard<'a, T>, R),
 ) -> (Locked<'a, T>, R) {
-    let held = std::mem::ManuallyDrop::new(held);
-    // SAFETY: `held` is never used or dropped again (`ManuallyDrop`): its guard is moved out
-    // exactly once, and its class is `Copy`.
-    let guard = unsafe { std::ptr::read(&held.guard) };
     #[cfg(debug_assertions)]
-    let class = held.class;
+    let Locked { class, guard } = held;
+    #[cfg(not(debug_assertions))]
+    let Locked { guard } = held;
+    #[cfg(debug_assertions)]
+    let class = class.take();
     #[cfg(debug_assertions)]
     if let Some(class) = class {
         rvgpu_lockdep::released(class);
@@ -88,9 +101,9 @@ pub(crate) fn waiting<'a, T: ?Sized, R>(
     }
     (
         Locked {
-            guard,
             #[cfg(debug_assertions)]
-            class,
+            class: Held(class),
+            guard,
         },
         result,
     )

@@ -672,8 +672,14 @@ fn ke_set_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     let period = u32::try_from(w[2] as i32).unwrap_or(0);
     t.dpc
         .store(w[3] as usize, std::sync::atomic::Ordering::Release);
-    let ctx: *const PeTimer = Arc::as_ptr(&t);
-    let ok = ktimer::arm(&t.sim, period.max(1), run_dpc, ctx.cast());
+    let ctx = Arc::as_ptr(&t) as usize;
+    let routine = ktimer::TimerRun {
+        address: run_dpc as usize as u64,
+        context: ctx as u64,
+        // SAFETY: `ctx` is this image's live `PeTimer` while the timer is set.
+        run: Arc::new(move || unsafe { run_dpc(ctx as *const core::ffi::c_void) }),
+    };
+    let ok = ktimer::arm(&t.sim, period.max(1), routine);
     if !ok {
         t.set.store(false, std::sync::atomic::Ordering::Release);
     }

@@ -3,36 +3,35 @@
 //! it could not always give a CPU address (AL-04). Install with
 //! [`install_no_aperture_for_cpu_visible`].
 
-use std::sync::OnceLock;
-
 use rvgpu_ddi::allocation::DXGKARG_CREATEALLOCATION;
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, PDXGKDDI_CREATEALLOCATION};
 use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 use rvgpu_ddi::NTSTATUS;
 
-static REAL: OnceLock<PDXGKDDI_CREATEALLOCATION> = OnceLock::new();
+use crate::adapter::ddi::SlotType;
+use crate::dxgkrnl::callbacks::ffi::{self, HandleMutStandIn, Saved};
+
+static REAL: Saved<<PDXGKDDI_CREATEALLOCATION as SlotType>::F> = Saved::new();
 
 /// Table hook.
 pub fn install_no_aperture_for_cpu_visible(t: &mut DRIVER_INITIALIZATION_DATA) {
-    let _ = REAL.set(t.DxgkDdiCreateAllocation);
-    t.DxgkDdiCreateAllocation = Some(create);
+    REAL.save(t.DxgkDdiCreateAllocation);
+    t.DxgkDdiCreateAllocation = Some(ffi::handle_mut::<Create>);
 }
 
-unsafe extern "system" fn create(h: HANDLE, args: *mut DXGKARG_CREATEALLOCATION) -> NTSTATUS {
-    // SAFETY: the OS's handle and arguments, passed through.
-    let Some(status) = (unsafe { super::call_real(&REAL, h, args) }) else {
-        return STATUS_NOT_IMPLEMENTED;
-    };
-    // SAFETY: the OS's argument block (or null).
-    if let Some(a) = unsafe { args.as_ref() } {
-        for i in 0..a.NumAllocations as usize {
-            // SAFETY: the OS's array of `NumAllocations` infos.
-            let info = unsafe { &mut *a.pAllocationInfo.add(i) };
+struct Create;
+impl HandleMutStandIn for Create {
+    type Block = DXGKARG_CREATEALLOCATION;
+    fn run(h: HANDLE, args: &mut DXGKARG_CREATEALLOCATION) -> NTSTATUS {
+        let Some(status) = REAL.call((h, &mut *args)) else {
+            return STATUS_NOT_IMPLEMENTED;
+        };
+        for info in ffi::blocks::allocation_infos(args) {
             // Segment 1 is the aperture (docs/memory.md).
             info.SupportedReadSegmentSet &= !1;
             info.SupportedWriteSegmentSet &= !1;
         }
+        status
     }
-    status
 }

@@ -3,8 +3,6 @@
 //! real driver: the OS must refuse the start (NF-11). Install with
 //! [`install_bad_native_fence_caps`].
 
-use std::sync::OnceLock;
-
 use rvgpu_ddi::adapter::{DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_NATIVE_FENCE_CAPS};
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::fence::DXGK_NATIVE_FENCE_CAPS;
@@ -12,29 +10,30 @@ use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, PDXGKDDI_QUERYADAPTERINFO};
 use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 use rvgpu_ddi::NTSTATUS;
 
-static REAL: OnceLock<PDXGKDDI_QUERYADAPTERINFO> = OnceLock::new();
+use crate::adapter::ddi::SlotType;
+use crate::dxgkrnl::callbacks::ffi::{self, HandleRefStandIn, Saved};
+
+static REAL: Saved<<PDXGKDDI_QUERYADAPTERINFO as SlotType>::F> = Saved::new();
 
 /// Table hook.
 pub fn install_bad_native_fence_caps(t: &mut DRIVER_INITIALIZATION_DATA) {
-    let _ = REAL.set(t.DxgkDdiQueryAdapterInfo);
-    t.DxgkDdiQueryAdapterInfo = Some(query);
+    REAL.save(t.DxgkDdiQueryAdapterInfo);
+    t.DxgkDdiQueryAdapterInfo = Some(ffi::handle_ref::<Query>);
 }
 
-unsafe extern "system" fn query(h: HANDLE, args: *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS {
-    // SAFETY: the OS's handle and arguments, passed through.
-    let Some(status) = (unsafe { super::call_real(&REAL, h, args) }) else {
-        return STATUS_NOT_IMPLEMENTED;
-    };
-    // SAFETY: the OS's argument block (or null).
-    if let Some(a) = unsafe { args.as_ref() } {
-        if a.Type == DXGKQAITYPE_NATIVE_FENCE_CAPS && !a.pOutputData.is_null() {
-            let caps = a.pOutputData.cast::<DXGK_NATIVE_FENCE_CAPS>();
-            // SAFETY: the OS's output buffer of at least this size for this query.
-            unsafe {
-                (*caps).MonitoredValueStride = 12;
-                (*caps).MapToGpuSystemProcess = 0;
+struct Query;
+impl HandleRefStandIn for Query {
+    type Block = DXGKARG_QUERYADAPTERINFO;
+    fn run(h: HANDLE, args: &DXGKARG_QUERYADAPTERINFO) -> NTSTATUS {
+        let Some(status) = REAL.call((h, args)) else {
+            return STATUS_NOT_IMPLEMENTED;
+        };
+        if args.Type == DXGKQAITYPE_NATIVE_FENCE_CAPS {
+            if let Some(caps) = ffi::blocks::adapter_info_output::<DXGK_NATIVE_FENCE_CAPS>(args) {
+                caps.MonitoredValueStride = 12;
+                caps.MapToGpuSystemProcess = 0;
             }
         }
+        status
     }
-    status
 }

@@ -6,15 +6,18 @@
 //! `install_*` hooks; records and actions are per machine.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use rvgpu_ddi::fence::{DXGKARG_UPDATEMONITOREDVALUES, PDXGKDDI_UPDATEMONITOREDVALUES};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
-use rvgpu_ddi::NTSTATUS;
+use rvgpu_ddi::submission::{DXGKARG_SUSPENDCONTEXT, PDXGKDDI_SUSPENDCONTEXT};
+use rvgpu_ddi::{HANDLE, NTSTATUS};
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::ddi::SlotType;
 use crate::base::lock::lock;
+use crate::dxgkrnl::callbacks::ffi::{self, HandleRefStandIn, RefStandIn, Saved};
 
 /// One observed call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,14 +32,14 @@ pub struct UpdateMonitoredCall {
 
 type Action = Box<dyn FnOnce() + Send>;
 
-static REAL: OnceLock<PDXGKDDI_UPDATEMONITOREDVALUES> = OnceLock::new();
+static REAL: Saved<<PDXGKDDI_UPDATEMONITOREDVALUES as SlotType>::F> = Saved::new();
 static CALLS: Mutex<Vec<(u64, UpdateMonitoredCall)>> = Mutex::new(Vec::new());
 static ACTIONS: Mutex<Option<HashMap<u64, Action>>> = Mutex::new(None);
 
 /// Table hook: puts the spy in front of the real DDI.
 pub fn install_update_monitored_spy(t: &mut DRIVER_INITIALIZATION_DATA) {
-    let _ = REAL.set(t.DxgkDdiUpdateMonitoredValues);
-    t.DxgkDdiUpdateMonitoredValues = Some(spy_update_monitored);
+    REAL.save(t.DxgkDdiUpdateMonitoredValues);
+    t.DxgkDdiUpdateMonitoredValues = Some(ffi::block_ref::<UpdateMonitoredSpy>);
 }
 
 /// Calls seen on machine `id`.
@@ -56,24 +59,17 @@ pub fn on_next_call(id: u64, f: impl FnOnce() + Send + 'static) {
         .insert(id, Box::new(f));
 }
 
-unsafe extern "system" fn spy_update_monitored(
-    args: *const DXGKARG_UPDATEMONITOREDVALUES,
-) -> NTSTATUS {
-    let id = crate::adapter::context::current_machine().map_or(u64::MAX, |s| s.id());
-    let mut fences = Vec::new();
-    // SAFETY: the OS's argument block (or null) with NumFences-entry arrays.
-    if let Some(a) = unsafe { args.as_ref() } {
-        for i in 0..a.NumFences as usize {
-            // SAFETY: as above.
-            let (h, v) = unsafe {
-                (
-                    a.NativeFenceArray.add(i).read() as usize,
-                    a.UpdatedValueArray.add(i).read(),
-                )
-            };
-            fences.push((h, v));
-        }
+struct UpdateMonitoredSpy;
+impl RefStandIn for UpdateMonitoredSpy {
+    type Block = DXGKARG_UPDATEMONITOREDVALUES;
+    fn run(args: &DXGKARG_UPDATEMONITOREDVALUES) -> NTSTATUS {
+        spy_update_monitored(args)
     }
+}
+
+fn spy_update_monitored(args: &DXGKARG_UPDATEMONITOREDVALUES) -> NTSTATUS {
+    let id = crate::adapter::context::current_machine().map_or(u64::MAX, |s| s.id());
+    let fences = ffi::blocks::monitored_values(args);
     lock(&CALLS).push((
         id,
         UpdateMonitoredCall {
@@ -86,22 +82,18 @@ unsafe extern "system" fn spy_update_monitored(
     if let Some(f) = action {
         f();
     }
-    match REAL.get().copied().flatten() {
-        // SAFETY: the driver's own DDI with the OS's arguments.
-        Some(real) => unsafe { real(args) },
-        None => STATUS_NOT_IMPLEMENTED,
-    }
+    REAL.call(args).unwrap_or(STATUS_NOT_IMPLEMENTED)
 }
 
 /// The driver's `DxgkDdiSuspendContext`, saved by [`install_suspend_context_spy`].
-static REAL_SUSPEND: OnceLock<rvgpu_ddi::submission::PDXGKDDI_SUSPENDCONTEXT> = OnceLock::new();
+static REAL_SUSPEND: Saved<<PDXGKDDI_SUSPENDCONTEXT as SlotType>::F> = Saved::new();
 static SUSPEND_ACTIONS: Mutex<Option<HashMap<u64, Action>>> = Mutex::new(None);
 
 /// Table hook: puts a spy in front of `DxgkDdiSuspendContext` that runs the action
 /// [`on_next_suspend`] left for the machine, then the real DDI.
 pub fn install_suspend_context_spy(t: &mut DRIVER_INITIALIZATION_DATA) {
-    let _ = REAL_SUSPEND.set(t.DxgkDdiSuspendContext);
-    t.DxgkDdiSuspendContext = Some(spy_suspend_context);
+    REAL_SUSPEND.save(t.DxgkDdiSuspendContext);
+    t.DxgkDdiSuspendContext = Some(ffi::handle_ref::<SuspendContextSpy>);
 }
 
 /// Runs `f` once, inside the next `DxgkDdiSuspendContext` on machine `id`, before the real
@@ -112,17 +104,19 @@ pub fn on_next_suspend(id: u64, f: impl FnOnce() + Send + 'static) {
         .insert(id, Box::new(f));
 }
 
-unsafe extern "system" fn spy_suspend_context(
-    h: rvgpu_ddi::HANDLE,
-    args: *const rvgpu_ddi::submission::DXGKARG_SUSPENDCONTEXT,
-) -> NTSTATUS {
-    let id = crate::adapter::context::current_machine().map_or(u64::MAX, |s| s.id());
-    let action = lock(&SUSPEND_ACTIONS).as_mut().and_then(|m| m.remove(&id));
-    if let Some(f) = action {
-        f();
+struct SuspendContextSpy;
+impl HandleRefStandIn for SuspendContextSpy {
+    type Block = DXGKARG_SUSPENDCONTEXT;
+    fn run(h: HANDLE, args: &DXGKARG_SUSPENDCONTEXT) -> NTSTATUS {
+        let id = crate::adapter::context::current_machine().map_or(u64::MAX, |s| s.id());
+        let action = lock(&SUSPEND_ACTIONS).as_mut().and_then(|m| m.remove(&id));
+        if let Some(f) = action {
+            f();
+        }
+        REAL_SUSPEND
+            .call((h, args))
+            .unwrap_or(STATUS_NOT_IMPLEMENTED)
     }
-    // SAFETY: the OS's handle and argument block for the driver's own DDI.
-    unsafe { super::call_real(&REAL_SUSPEND, h, args) }.unwrap_or(STATUS_NOT_IMPLEMENTED)
 }
 
 /// How many times an engine reset of `node` on adapter `adapter` has had to wait for the node's

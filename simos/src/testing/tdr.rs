@@ -3,14 +3,16 @@
 //! catches it (docs/tdr.md#the-simulated-os), or that stretch a window the contract allows.
 //! Kept apart from `testing.rs` (the `gpu` stand-in).
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use rvgpu_ddi::basic::*;
-use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
-use rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE;
+use rvgpu_ddi::hws::{DXGKARG_RESUMEHWENGINE, PDXGKDDI_RESUMEHWENGINE};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-use rvgpu_ddi::tdr::{DXGKARG_PREEMPTCOMMAND, DXGKARG_RESETENGINE};
+use rvgpu_ddi::tdr::{DXGKARG_PREEMPTCOMMAND, DXGKARG_RESETENGINE, PDXGKDDI_RESETENGINE};
+
+use crate::adapter::ddi::SlotType;
+use crate::dxgkrnl::callbacks::ffi::{self, Callbacks, HandleMutStandIn, HandleRefStandIn, Saved};
 
 /// How the wrapped `DxgkDdiResetEngine` misreports `LastAbortedFenceId`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,52 +23,31 @@ pub enum Misreport {
     Minus(u32),
 }
 
-/// Calls the real DDI a wrapper saved in `real` with the OS's `(ctx, args)`: `None` when none is
-/// saved or `args` is null.
-///
-/// # Safety
-///
-/// `real` holds 0 or the address of the driver's DDI of type `(HANDLE, *mut T) -> NTSTATUS`,
-/// saved from its validated table; `ctx` and `args` are what the OS passed the wrapper.
-unsafe fn call_saved<T>(real: &AtomicUsize, ctx: HANDLE, args: *mut T) -> Option<NTSTATUS> {
-    type Ddi<T> = unsafe extern "system" fn(HANDLE, *mut T) -> NTSTATUS;
-    let real = real.load(Ordering::Acquire);
-    if real == 0 || args.is_null() {
-        return None;
-    }
-    // SAFETY: the caller's contract: a DDI of this type.
-    let f = unsafe { std::mem::transmute::<usize, Ddi<T>>(real) };
-    // SAFETY: the OS's context and argument block, passed through.
-    Some(unsafe { f(ctx, args) })
-}
-
 /// The driver's real routine (the same function for every machine of the process).
-static REAL: AtomicUsize = AtomicUsize::new(0);
+static REAL: Saved<<PDXGKDDI_RESETENGINE as SlotType>::F> = Saved::new();
 /// The offset the wrapper applies. Process-wide: tests that use it run their machines one
 /// after another inside one test function.
 static DELTA: AtomicI64 = AtomicI64::new(0);
 
-unsafe extern "system" fn misreporting_reset_engine(
-    ctx: HANDLE,
-    args: *mut DXGKARG_RESETENGINE,
-) -> NTSTATUS {
-    // SAFETY: `REAL` holds the driver's DxgkDdiResetEngine; the OS's context and arguments.
-    let Some(st) = (unsafe { call_saved(&REAL, ctx, args) }) else {
-        return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
-    };
-    if st >= 0 {
-        // SAFETY: non-null argument block owned by the caller for the call.
-        let a = unsafe { &mut *args };
-        let d = DELTA.load(Ordering::Acquire);
-        a.LastAbortedFenceId = (i64::from(a.LastAbortedFenceId) + d) as u32;
+struct MisreportingResetEngine;
+impl HandleMutStandIn for MisreportingResetEngine {
+    type Block = DXGKARG_RESETENGINE;
+    fn run(ctx: HANDLE, a: &mut DXGKARG_RESETENGINE) -> NTSTATUS {
+        let Some(st) = REAL.call((ctx, &mut *a)) else {
+            return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
+        };
+        if st >= 0 {
+            let d = DELTA.load(Ordering::Acquire);
+            a.LastAbortedFenceId = (i64::from(a.LastAbortedFenceId) + d) as u32;
+        }
+        st
     }
-    st
 }
 
 /// Replaces `DxgkDdiResetEngine` with a wrapper that misreports `LastAbortedFenceId`.
 pub fn misreport_aborted(t: &mut DRIVER_INITIALIZATION_DATA, how: Misreport) {
-    if let Some(f) = t.DxgkDdiResetEngine {
-        REAL.store(f as usize, Ordering::Release);
+    if t.DxgkDdiResetEngine.is_some() {
+        REAL.save(t.DxgkDdiResetEngine);
     }
     DELTA.store(
         match how {
@@ -75,23 +56,26 @@ pub fn misreport_aborted(t: &mut DRIVER_INITIALIZATION_DATA, how: Misreport) {
         },
         Ordering::Release,
     );
-    t.DxgkDdiResetEngine = Some(misreporting_reset_engine);
+    t.DxgkDdiResetEngine = Some(ffi::handle_mut::<MisreportingResetEngine>);
 }
 
 /// The driver's real `DxgkDdiResumeHwEngine`, and how long the wrapper stays in the DDI
 /// after it returned (milliseconds). Process-wide, as above.
-static REAL_RESUME: AtomicUsize = AtomicUsize::new(0);
+static REAL_RESUME: Saved<<PDXGKDDI_RESUMEHWENGINE as SlotType>::F> = Saved::new();
 static RESUME_LINGER_MS: AtomicU64 = AtomicU64::new(0);
 /// Step mode: the wrapper steps the device and services its interrupts instead of sleeping.
 static RESUME_STEPS: AtomicBool = AtomicBool::new(false);
 
-unsafe extern "system" fn lingering_resume(
-    ctx: HANDLE,
-    args: *mut DXGKARG_RESUMEHWENGINE,
-) -> NTSTATUS {
-    // SAFETY: `REAL_RESUME` holds the driver's DxgkDdiResumeHwEngine; the OS's context and
-    // arguments.
-    let Some(st) = (unsafe { call_saved(&REAL_RESUME, ctx, args) }) else {
+struct LingeringResume;
+impl HandleMutStandIn for LingeringResume {
+    type Block = DXGKARG_RESUMEHWENGINE;
+    fn run(ctx: HANDLE, args: &mut DXGKARG_RESUMEHWENGINE) -> NTSTATUS {
+        lingering_resume(ctx, args)
+    }
+}
+
+fn lingering_resume(ctx: HANDLE, args: &mut DXGKARG_RESUMEHWENGINE) -> NTSTATUS {
+    let Some(st) = REAL_RESUME.call((ctx, args)) else {
         return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
     };
     let ms = RESUME_LINGER_MS.load(Ordering::Acquire);
@@ -124,77 +108,44 @@ unsafe extern "system" fn lingering_resume(
 /// wrapper steps the device and services its interrupts itself (up to `ms` × 100 passes).
 pub fn linger_after_resume(t: &mut DRIVER_INITIALIZATION_DATA, ms: u64, step: bool) {
     RESUME_STEPS.store(step, Ordering::Release);
-    if let Some(f) = t.DxgkDdiResumeHwEngine {
-        REAL_RESUME.store(f as usize, Ordering::Release);
+    if t.DxgkDdiResumeHwEngine.is_some() {
+        REAL_RESUME.save(t.DxgkDdiResumeHwEngine);
     }
     RESUME_LINGER_MS.store(ms, Ordering::Release);
-    t.DxgkDdiResumeHwEngine = Some(lingering_resume);
+    t.DxgkDdiResumeHwEngine = Some(ffi::handle_mut::<LingeringResume>);
 }
 
 /// The fence ID [`claim_on_preempt`]'s stand-in names as last completed.
 static CLAIMED: AtomicU32 = AtomicU32::new(0);
 
-/// What the stand-in's synchronised routine reports, and through which interface.
-struct PreemptReport {
-    iface: DXGKRNL_INTERFACE,
-    data: DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-}
-
-/// # Safety
-/// `ctx` is a live [`PreemptReport`] (the stand-in's, for the synchronised call).
-unsafe extern "system" fn report_preempted(ctx: PVOID) -> BOOLEAN {
-    // SAFETY: the caller's contract.
-    let r = unsafe { &*ctx.cast::<PreemptReport>() };
-    if let Some(notify) = r.iface.DxgkCbNotifyInterrupt {
-        // SAFETY: the OS's callback with its own handle and a valid report, from a routine
-        // synchronised with the ISR.
-        unsafe { notify(r.iface.DeviceHandle, &r.data) };
-    }
-    1
-}
-
-unsafe extern "system" fn claiming_preempt(
-    ctx: HANDLE,
-    args: *const DXGKARG_PREEMPTCOMMAND,
-) -> NTSTATUS {
-    // SAFETY: the OS's argument block (or null), alive for the call.
-    let (Some(a), Some(iface)) = (unsafe { args.as_ref() }, super::interface_for_context(ctx))
-    else {
-        return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
-    };
-    let mut report = PreemptReport {
-        iface,
-        data: DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(
+struct ClaimingPreempt;
+impl HandleRefStandIn for ClaimingPreempt {
+    type Block = DXGKARG_PREEMPTCOMMAND;
+    fn run(ctx: HANDLE, a: &DXGKARG_PREEMPTCOMMAND) -> NTSTATUS {
+        let Some(iface) = Callbacks::for_context(ctx) else {
+            return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
+        };
+        let data = DXGKARGCB_NOTIFY_INTERRUPT_DATA::dma_preempted(
             a.PreemptionFenceId,
             CLAIMED.load(Ordering::Acquire),
             a.NodeOrdinal,
             a.EngineOrdinal,
-        ),
-    };
-    let (Some(sync), Some(queue)) = (iface.DxgkCbSynchronizeExecution, iface.DxgkCbQueueDpc) else {
-        return rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
-    };
-    let mut ret: BOOLEAN = 0;
-    // SAFETY: the OS's callbacks with its own handle; the routine's context is `report`,
-    // alive for the synchronous call.
-    unsafe {
-        sync(
-            iface.DeviceHandle,
-            Some(report_preempted),
-            (&mut report as *mut PreemptReport).cast(),
-            0,
-            &mut ret,
         );
-        queue(iface.DeviceHandle);
+        // Reported from a routine synchronised with the ISR, then the DPC queued.
+        iface.synchronize(&mut || {
+            iface.notify_interrupt(&data, &mut []);
+            1
+        });
+        iface.queue_dpc();
+        rvgpu_ddi::ntstatus::STATUS_SUCCESS
     }
-    rvgpu_ddi::ntstatus::STATUS_SUCCESS
 }
 
 /// Replaces `DxgkDdiPreemptCommand` with a stand-in that reports the preemption at once, naming
 /// the fence ID [`preempt_claims`] set as the last completed one, with no `DmaCompleted`
 /// before it: what a driver does whose completion interrupt was lost and whose ring drained.
 pub fn claim_on_preempt(t: &mut DRIVER_INITIALIZATION_DATA) {
-    t.DxgkDdiPreemptCommand = Some(claiming_preempt);
+    t.DxgkDdiPreemptCommand = Some(ffi::handle_ref::<ClaimingPreempt>);
 }
 
 /// The last completed fence ID [`claim_on_preempt`]'s stand-in reports.

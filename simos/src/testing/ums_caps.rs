@@ -3,8 +3,6 @@
 //! `DxgkDdiQueryAdapterInfo` that fails `DXGKQAITYPE_USERMODESUBMISSION_CAPS`. Everything else
 //! goes to the real driver. Install with [`crate::Machine::load_driver_with`].
 
-use std::sync::OnceLock;
-
 use rvgpu_ddi::adapter::{DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_USERMODESUBMISSION_CAPS};
 use rvgpu_ddi::basic::{HANDLE, UINT};
 use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, PDXGKDDI_QUERYADAPTERINFO};
@@ -14,47 +12,47 @@ use rvgpu_ddi::submission::{
 };
 use rvgpu_ddi::NTSTATUS;
 
-static REAL_MD: OnceLock<PDXGKDDI_GETNODEMETADATA> = OnceLock::new();
-static REAL_QAI: OnceLock<PDXGKDDI_QUERYADAPTERINFO> = OnceLock::new();
+use crate::adapter::ddi::SlotType;
+use crate::dxgkrnl::callbacks::ffi::{self, HandleIndexMutStandIn, HandleRefStandIn, Saved};
+
+static REAL_MD: Saved<<PDXGKDDI_GETNODEMETADATA as SlotType>::F> = Saved::new();
+static REAL_QAI: Saved<<PDXGKDDI_QUERYADAPTERINFO as SlotType>::F> = Saved::new();
 
 /// Table hook: node 1 reports no user-mode submission.
 pub fn install_node1_without_ums(t: &mut DRIVER_INITIALIZATION_DATA) {
-    let _ = REAL_MD.set(t.DxgkDdiGetNodeMetadata);
-    t.DxgkDdiGetNodeMetadata = Some(metadata);
+    REAL_MD.save(t.DxgkDdiGetNodeMetadata);
+    t.DxgkDdiGetNodeMetadata = Some(ffi::handle_index_mut::<Metadata>);
 }
 
 /// Table hook: `DXGKQAITYPE_USERMODESUBMISSION_CAPS` fails.
 pub fn install_failing_ums_caps(t: &mut DRIVER_INITIALIZATION_DATA) {
-    let _ = REAL_QAI.set(t.DxgkDdiQueryAdapterInfo);
-    t.DxgkDdiQueryAdapterInfo = Some(query);
+    REAL_QAI.save(t.DxgkDdiQueryAdapterInfo);
+    t.DxgkDdiQueryAdapterInfo = Some(ffi::handle_ref::<Query>);
 }
 
-unsafe extern "system" fn metadata(
-    h: HANDLE,
-    node: UINT,
-    out: *mut DXGKARG_GETNODEMETADATA,
-) -> NTSTATUS {
-    let Some(real) = REAL_MD.get().copied().flatten() else {
-        return STATUS_NOT_IMPLEMENTED;
-    };
-    // SAFETY: the driver's own DDI with the OS's arguments.
-    let s = unsafe { real(h, node, out) };
-    if node == 1 {
-        // SAFETY: the OS's output buffer (or null).
-        if let Some(md) = unsafe { out.as_mut() } {
-            md.Flags = md
+struct Metadata;
+impl HandleIndexMutStandIn for Metadata {
+    type Block = DXGKARG_GETNODEMETADATA;
+    fn run(h: HANDLE, node: UINT, out: &mut DXGKARG_GETNODEMETADATA) -> NTSTATUS {
+        let Some(s) = REAL_MD.call((h, node, &mut *out)) else {
+            return STATUS_NOT_IMPLEMENTED;
+        };
+        if node == 1 {
+            out.Flags = out
                 .Flags
                 .with(DXGK_NODEMETADATA_FLAGS::UserModeSubmission, 0);
         }
+        s
     }
-    s
 }
 
-unsafe extern "system" fn query(h: HANDLE, args: *const DXGKARG_QUERYADAPTERINFO) -> NTSTATUS {
-    // SAFETY: the OS's argument block (or null).
-    if unsafe { args.as_ref() }.is_some_and(|a| a.Type == DXGKQAITYPE_USERMODESUBMISSION_CAPS) {
-        return STATUS_NOT_SUPPORTED;
+struct Query;
+impl HandleRefStandIn for Query {
+    type Block = DXGKARG_QUERYADAPTERINFO;
+    fn run(h: HANDLE, args: &DXGKARG_QUERYADAPTERINFO) -> NTSTATUS {
+        if args.Type == DXGKQAITYPE_USERMODESUBMISSION_CAPS {
+            return STATUS_NOT_SUPPORTED;
+        }
+        REAL_QAI.call((h, args)).unwrap_or(STATUS_NOT_IMPLEMENTED)
     }
-    // SAFETY: the OS's handle and arguments, passed through.
-    unsafe { super::call_real(&REAL_QAI, h, args) }.unwrap_or(STATUS_NOT_IMPLEMENTED)
 }

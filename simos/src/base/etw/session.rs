@@ -3,9 +3,7 @@
 //! enable or disable a session, Dxgkrnl's `DxgkDdiControlEtwLogging`) is in `crate::etw`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-
-use rvgpu_kmd::etw::EnableCallback;
+use std::sync::{Arc, Mutex};
 
 use super::decode::{self, Decoded};
 use crate::base::lock::lock;
@@ -134,15 +132,28 @@ impl Drop for Session {
 /// processor.
 pub(crate) type PeRunner = fn(usize, &[u64]);
 
+/// The Linux build's enable callback bound to its context (by the driver->OS FFI,
+/// `dxgkrnl::callbacks::ffi`): source, control code, level, match-any, match-all.
+pub(crate) type HostCallback = Arc<dyn Fn(&Guid, u32, u8, u64, u64) + Send + Sync>;
+
 /// An enable callback: the Linux build's, or one in the PE image.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub(crate) enum Callback {
-    /// A host function and its context.
-    Host(EnableCallback, usize),
+    /// A host function with its context.
+    Host(HostCallback),
     /// The image's routine and its context, run on the emulated processor by the third field
     /// (the PE loader's `cpu::call`, handed in so that ETW needs nothing above it).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     Pe(usize, u64, PeRunner),
+}
+
+impl std::fmt::Debug for Callback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Callback::Host(_) => f.write_str("Host"),
+            Callback::Pe(routine, ctx, _) => write!(f, "Pe({routine:#x}, {ctx:#x})"),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -194,21 +205,7 @@ fn call(cb: Callback, e: Option<Enable>) {
         None => (CONTROL_DISABLE, 0, 0, 0),
     };
     match cb {
-        Callback::Host(f, ctx) => {
-            // SAFETY: the Linux build's callback with the context it registered; it reads
-            // nothing through the (null) filter pointer.
-            unsafe {
-                f(
-                    &SOURCE,
-                    code,
-                    level,
-                    any,
-                    all,
-                    std::ptr::null(),
-                    ctx as *mut _,
-                )
-            }
-        }
+        Callback::Host(f) => f(&SOURCE, code, level, any, all),
         Callback::Pe(routine, ctx, run) => {
             #[cfg(target_os = "linux")]
             {
@@ -236,7 +233,7 @@ pub(crate) fn notify_in<G>(guid: Guid, enter: impl FnOnce() -> Option<G>) {
     let cbs: Vec<Callback> = lock(&REGISTRATIONS)
         .iter()
         .filter(|r| r.guid == guid)
-        .filter_map(|r| r.callback)
+        .filter_map(|r| r.callback.clone())
         .collect();
     if cbs.is_empty() {
         return;
@@ -266,7 +263,7 @@ pub(crate) fn register_then(
     lock(&REGISTRATIONS).push(Registration {
         handle,
         guid,
-        callback,
+        callback: callback.clone(),
     });
     published(handle);
     if let (Some(cb), Some(e)) = (callback, combined(guid)) {

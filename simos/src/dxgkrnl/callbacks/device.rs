@@ -6,6 +6,10 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_hw::pci;
 
+use super::ffi::{
+    get_device_information as get_device_information_entry, map_memory as map_memory_entry,
+    unmap_memory as unmap_memory_entry, Out,
+};
 use crate::adapter::callback::enter_status;
 use crate::adapter::kernel;
 use crate::adapter::resources;
@@ -15,18 +19,17 @@ use crate::base::lock::lock;
 /// @0x1403C44A0, a NULL handle or structure is `STATUS_INVALID_PARAMETER` before anything else;
 /// the whole structure is written (`DockingState` zero: 24H2 reads it from the registry only on
 /// a dock-aware machine).
-pub(super) unsafe extern "system" fn get_device_information(
+pub(super) fn get_device_information(
     handle: HANDLE,
-    info: PDXGK_DEVICE_INFO,
+    info: Option<Out<'_, DXGK_DEVICE_INFO>>,
 ) -> NTSTATUS {
-    if handle.is_null() || info.is_null() {
+    let Some(info) = info.filter(|_| !handle.is_null()) else {
         return STATUS_INVALID_PARAMETER;
-    }
+    };
     let a = enter_status!(
         DxgkCbGetDeviceInformation,
         handle,
-        get_device_information,
-        info
+        get_device_information_entry
     );
     let r = &a.resources;
     let out = DXGK_DEVICE_INFO {
@@ -40,28 +43,26 @@ pub(super) unsafe extern "system" fn get_device_information(
         AgpApertureSize: 0,
         DockingState: DockStateUnsupported,
     };
-    // SAFETY: the driver passes a pointer to its DXGK_DEVICE_INFO (checked non-null); writing
-    // a whole value is what the callback is for.
-    unsafe { info.write(out) };
+    info.write(out);
     STATUS_SUCCESS
 }
 
 /// `DxgkCbMapMemory` (PASSIVE): maps a range of one of the adapter's BARs. BAR0 and BAR2 must
 /// be mapped from their start (the trap window is the BAR); BAR4 may be mapped at any offset.
-pub(super) unsafe extern "system" fn map_memory(
+pub(super) fn map_memory(
     handle: HANDLE,
     translated: PHYSICAL_ADDRESS,
     length: ULONG,
     in_io_space: BOOLEAN,
     map_to_user_mode: BOOLEAN,
     _cache: MEMORY_CACHING_TYPE,
-    virtual_address: *mut PVOID,
+    virtual_address: Option<Out<'_, PVOID>>,
 ) -> NTSTATUS {
     // 24H2's `K:DpMapMemory` @0x1403F3E90 refuses these before it looks at anything else.
-    if handle.is_null() || virtual_address.is_null() || length == 0 {
+    let Some(virtual_address) = virtual_address.filter(|_| !handle.is_null() && length != 0) else {
         return STATUS_INVALID_PARAMETER;
-    }
-    let a = enter_status!(DxgkCbMapMemory, handle, map_memory);
+    };
+    let a = enter_status!(DxgkCbMapMemory, handle, map_memory_entry);
     // The adapter has no port resources, so `K:DpiVerifyResources` @0x1403D9D80 finds none.
     if in_io_space != 0 {
         return STATUS_INVALID_PARAMETER;
@@ -91,9 +92,12 @@ pub(super) unsafe extern "system" fn map_memory(
         let Some(base) = a.device.memory().vram_cpu_ptr() else {
             return STATUS_INVALID_PARAMETER;
         };
-        // SAFETY: `off + len <= vram` (checked by `within`), so the pointer stays inside the
-        // VRAM backing, which lives as long as the machine's `Memory`.
-        let p = unsafe { base.cast::<u8>().add(off as usize) };
+        // `off + len <= vram` (checked by `within`): the window stays inside the VRAM backing,
+        // which lives as long as the machine's `Memory`.
+        let Some(p) = std::ptr::NonNull::new(base.as_ptr().cast::<u8>().wrapping_add(off as usize))
+        else {
+            return STATUS_INVALID_PARAMETER;
+        };
         kernel::map_memory_window(p, len as usize);
         p
     } else {
@@ -106,8 +110,7 @@ pub(super) unsafe extern "system" fn map_memory(
     *lock(&a.mm.mappings)
         .entry(va.as_ptr() as usize)
         .or_insert(0) += 1;
-    // SAFETY: checked non-null; the driver's out-parameter.
-    unsafe { virtual_address.write(va.as_ptr().cast()) };
+    virtual_address.write(va.as_ptr().cast());
     STATUS_SUCCESS
 }
 
@@ -115,12 +118,11 @@ pub(super) unsafe extern "system" fn map_memory(
 /// address is `STATUS_INVALID_PARAMETER`; else the address is looked up among the adapter's
 /// mappings, one reference dropped and the last one unmapped. An address that is not a mapping
 /// of the adapter is not reported: nothing is done and the answer is `STATUS_SUCCESS`.
-pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
-    if handle.is_null() || va.is_null() {
+pub(super) fn unmap_memory(handle: HANDLE, key: usize) -> NTSTATUS {
+    if handle.is_null() || key == 0 {
         return STATUS_INVALID_PARAMETER;
     }
-    let a = enter_status!(DxgkCbUnmapMemory, handle, unmap_memory);
-    let key = va as usize;
+    let a = enter_status!(DxgkCbUnmapMemory, handle, unmap_memory_entry);
     let live = {
         let mut maps = lock(&a.mm.mappings);
         match maps.get_mut(&key) {

@@ -7,6 +7,10 @@ use rvgpu_ddi::dxgkrnl::*;
 use rvgpu_ddi::feature::*;
 use rvgpu_ddi::ntstatus::*;
 
+use super::ffi::{
+    self, is_feature_enabled as is_feature_enabled_entry, query_services as query_services_entry,
+    InterfaceBuffer, Out,
+};
 use crate::adapter::callback::{enter, enter_status};
 use crate::adapter::context::{self};
 use crate::adapter::irql::{self, Routine};
@@ -16,11 +20,11 @@ use crate::base::processor::current_irql;
 /// `InterfaceReference` of the feature interface (`PINTERFACE_REFERENCE`, IRQL <=
 /// DISPATCH_LEVEL): the context is the adapter handle. A context that is not a live adapter
 /// handle is 0x50, like any callback with a bad handle.
-pub(super) unsafe extern "system" fn interface_reference(context: PVOID) {
+pub(super) fn interface_reference(context: PVOID) {
     if let Some(a) = enter(
         Routine::InterfaceReference,
         context,
-        interface_reference as *const () as usize,
+        ffi::interface_reference as *const () as usize,
     ) {
         a.feature_refs.fetch_add(1, Ordering::AcqRel);
     }
@@ -30,11 +34,11 @@ pub(super) unsafe extern "system" fn interface_reference(context: PVOID) {
 /// reference the driver does not hold would free the interface under its other users: the
 /// count going negative is a simulation error (Windows has no bug check for it; the
 /// interface would be released early).
-pub(super) unsafe extern "system" fn interface_dereference(context: PVOID) {
+pub(super) fn interface_dereference(context: PVOID) {
     if let Some(a) = enter(
         Routine::InterfaceDereference,
         context,
-        interface_dereference as *const () as usize,
+        ffi::interface_dereference as *const () as usize,
     ) {
         if a.feature_refs.fetch_sub(1, Ordering::AcqRel) <= 0 {
             a.feature_refs.fetch_add(1, Ordering::AcqRel);
@@ -66,14 +70,14 @@ const QUERY_SERVICES_AT_RAISED_IRQL: u64 = 0x15;
     non_upper_case_globals,
     reason = "the kinds are matched by their WDK names"
 )]
-pub(super) unsafe extern "system" fn query_services(
+pub(super) fn query_services(
     handle: HANDLE,
     services: DXGK_SERVICES,
-    interface: PINTERFACE,
+    interface: Option<InterfaceBuffer<'_>>,
 ) -> NTSTATUS {
-    if handle.is_null() || interface.is_null() {
+    let Some(interface) = interface.filter(|_| !handle.is_null()) else {
         return STATUS_INVALID_PARAMETER;
-    }
+    };
     if current_irql() > rvgpu_kmd::platform::Irql::Passive {
         if let Some(a) = crate::adapter::AdapterShared::from_handle(handle) {
             let version = a.table.get().map_or(0, |t| t.Version);
@@ -91,9 +95,8 @@ pub(super) unsafe extern "system" fn query_services(
             return STATUS_INVALID_PARAMETER;
         }
     }
-    let a = enter_status!(DxgkCbQueryServices, handle, query_services, interface);
-    // SAFETY: non-null; every kind's interface starts with an INTERFACE header.
-    let header = unsafe { interface.read() };
+    let a = enter_status!(DxgkCbQueryServices, handle, query_services_entry);
+    let header = interface.header();
     match services {
         DxgkServicesFeature => {}
         DxgkServicesAgp if header.Version != 1 || header.Size != 56 => {
@@ -112,21 +115,20 @@ pub(super) unsafe extern "system" fn query_services(
         }
         _ => return STATUS_INVALID_PARAMETER,
     }
-    if usize::from(header.Size) != std::mem::size_of::<DXGK_FEATURE_INTERFACE>() {
-        return STATUS_INVALID_PARAMETER;
-    }
     // 24H2 writes what follows the header; Size and Version stay the caller's.
     let out = DXGK_FEATURE_INTERFACE {
         Size: header.Size,
         Version: header.Version,
         Context: a.handle(),
-        InterfaceReference: Some(interface_reference),
-        InterfaceDereference: Some(interface_dereference),
-        IsFeatureEnabled: Some(is_feature_enabled),
-        QueryFeatureInterface: Some(query_feature_interface),
+        InterfaceReference: Some(ffi::interface_reference),
+        InterfaceDereference: Some(ffi::interface_dereference),
+        IsFeatureEnabled: Some(ffi::is_feature_enabled),
+        QueryFeatureInterface: Some(ffi::query_feature_interface),
     };
-    // SAFETY: the driver declared (Size) a buffer exactly this large.
-    unsafe { interface.cast::<DXGK_FEATURE_INTERFACE>().write(out) };
+    // Written only when `Size` is exactly the feature interface's.
+    if !interface.write_feature(out) {
+        return STATUS_INVALID_PARAMETER;
+    }
     // As every WDM interface provider does, the interface is referenced for the caller, who
     // must dereference it when done.
     a.feature_refs.fetch_add(1, Ordering::AcqRel);
@@ -134,13 +136,14 @@ pub(super) unsafe extern "system" fn query_services(
 }
 
 /// `DXGK_FEATURE_INTERFACE::IsFeatureEnabled` (PASSIVE).
-pub(super) unsafe extern "system" fn is_feature_enabled(
+pub(super) fn is_feature_enabled(
     handle: HANDLE,
-    args: *mut DXGKARGCB_ISFEATUREENABLED2,
+    args: Option<&mut DXGKARGCB_ISFEATUREENABLED2>,
 ) -> NTSTATUS {
-    let a = enter_status!(DxgkCbIsFeatureEnabled, handle, is_feature_enabled, args);
-    // SAFETY: non-null pointer to the driver's argument block.
-    let args = unsafe { &mut *args };
+    let a = enter_status!(DxgkCbIsFeatureEnabled, handle, is_feature_enabled_entry);
+    let Some(args) = args else {
+        return STATUS_INVALID_PARAMETER;
+    };
     a.observer().feature_queried(args.FeatureId);
     // The answer is the adapter's feature database, built before StartDevice from the
     // driver's own interface and the OS's policy (`dxgkrnl::features`).
@@ -163,62 +166,58 @@ pub(super) unsafe extern "system" fn is_feature_enabled(
 }
 
 /// `DXGK_FEATURE_INTERFACE::QueryFeatureInterface` (PASSIVE): native fence version 1 only.
-pub(super) unsafe extern "system" fn query_feature_interface(
+/// `Ok` is the interface to write to the driver's buffer (checked here to hold it), `Err` the
+/// failure.
+pub(super) fn query_feature_interface(
     handle: HANDLE,
-    args: *mut DXGKARGCB_QUERYFEATUREINTERFACE,
-) -> NTSTATUS {
-    let a = enter_status!(
-        DxgkCbQueryFeatureInterface,
+    args: Option<&mut DXGKARGCB_QUERYFEATUREINTERFACE>,
+) -> Result<DXGKCBINT_FEATURE_NATIVEFENCE_1, NTSTATUS> {
+    let a = match enter(
+        Routine::DxgkCbQueryFeatureInterface,
         handle,
-        query_feature_interface,
-        args
-    );
-    // SAFETY: non-null pointer to the driver's argument block.
-    let args = unsafe { &mut *args };
+        ffi::query_feature_interface as *const () as usize,
+    ) {
+        Some(a) => a,
+        None => return Err(STATUS_UNSUCCESSFUL),
+    };
+    let Some(args) = args else {
+        return Err(STATUS_INVALID_PARAMETER);
+    };
     if args.FeatureId != DXGK_FEATURE_NATIVE_FENCE || !a.native_fence_enabled() {
-        return STATUS_NOT_SUPPORTED;
+        return Err(STATUS_NOT_SUPPORTED);
     }
     let size = std::mem::size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>();
     if args.Version != 1 || usize::from(args.InterfaceSize) < size || args.Interface.is_null() {
-        return STATUS_INVALID_PARAMETER;
+        return Err(STATUS_INVALID_PARAMETER);
     }
-    // SAFETY: the driver's buffer of at least `size` bytes (checked above).
-    unsafe {
-        args.Interface
-            .cast::<DXGKCBINT_FEATURE_NATIVEFENCE_1>()
-            .write(DXGKCBINT_FEATURE_NATIVEFENCE_1 {
-                GetOSCaps: Some(native_fence_get_os_caps),
-            })
-    };
     a.observer().native_fence_interface_queried();
     args.InterfaceSize = size as u16;
-    STATUS_SUCCESS
+    Ok(DXGKCBINT_FEATURE_NATIVEFENCE_1 {
+        GetOSCaps: Some(ffi::native_fence_get_os_caps),
+    })
 }
 
 /// `DXGKCBINT_FEATURE_NATIVEFENCE_1::GetOSCaps` (PASSIVE). The simulated OS keeps default
 /// fences in system memory (`SupportOptimizedDefaultFenceType` = 0) and supports the intra-GPU
 /// fence type, whose values it places in VRAM (NF-06), so `SupportIntraGpuFenceType` = 1.
-pub(super) unsafe extern "system" fn native_fence_get_os_caps(
-    args: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1,
+pub(super) fn native_fence_get_os_caps(
+    args: Option<Out<'_, DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1>>,
 ) -> NTSTATUS {
     if let Err(b) = irql::check(
         Routine::NativeFenceGetOSCaps,
         current_irql(),
-        native_fence_get_os_caps as *const () as usize,
+        ffi::native_fence_get_os_caps as *const () as usize,
     ) {
         context::raise(b);
         return STATUS_UNSUCCESSFUL;
     }
-    if args.is_null() {
+    let Some(args) = args else {
         return STATUS_INVALID_PARAMETER;
-    }
-    // SAFETY: non-null out-parameter.
-    unsafe {
-        args.write(DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::default().with(
-            DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::SupportIntraGpuFenceType,
-            1,
-        ))
     };
+    args.write(DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::default().with(
+        DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1::SupportIntraGpuFenceType,
+        1,
+    ));
     STATUS_SUCCESS
 }
 
@@ -227,12 +226,9 @@ pub(super) unsafe extern "system" fn native_fence_get_os_caps(
 /// answer follows [`crate::dxgkrnl::features::legacy_decision`]; an enabled HWSCH,
 /// HWFLIPQUEUE or USER_MODE_SUBMISSION is recorded in the adapter's feature database, where
 /// the node rules (BR-72/73) and `IsFeatureEnabled` find it.
-pub(super) unsafe extern "system" fn query_feature_support(
-    args: *mut DXGKARGCB_QUERYFEATURESUPPORT,
-) -> NTSTATUS {
-    let address = query_feature_support as *const () as usize;
-    // SAFETY: the driver's argument block (or null).
-    let Some(args) = (unsafe { args.as_mut() }) else {
+pub(super) fn query_feature_support(args: Option<&mut DXGKARGCB_QUERYFEATURESUPPORT>) -> NTSTATUS {
+    let address = ffi::query_feature_support as *const () as usize;
+    let Some(args) = args else {
         if let Err(b) = irql::check(Routine::DxgkCbQueryFeatureSupport, current_irql(), address) {
             context::raise(b);
         }

@@ -1,7 +1,5 @@
 //! `DxgkCbGetHandleData`: what the driver answered for a D3DKMT handle of the calling process.
 
-use std::ffi::c_void;
-
 use rvgpu_ddi::dxgkrnl::{
     DXGKARGCB_GETHANDLEDATA, DXGKCB_GETHANDLEDATAFLAGS, DXGK_HANDLE_ALLOCATION,
 };
@@ -27,21 +25,19 @@ use crate::base::processor::current_irql;
 /// 24H2 checks no IRQL at the entry: a call at DISPATCH_LEVEL or above that finds the object is
 /// bug check 0x113 (0x14, the adapter) for a driver of interface 0x2003 or later; one that
 /// finds nothing answers NULL.
-pub(super) unsafe extern "system" fn get_handle_data(
-    args: *const DXGKARGCB_GETHANDLEDATA,
-) -> *mut c_void {
-    let addr = get_handle_data as *const () as usize;
-    if args.is_null() {
+///
+/// The answer is the driver's value (0 for NULL).
+pub(super) fn get_handle_data(args: Option<DXGKARGCB_GETHANDLEDATA>) -> usize {
+    let addr = super::ffi::get_handle_data as *const () as usize;
+    let Some(args) = args else {
         crate::adapter::context::raise(crate::BugCheck::new(
             crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
-        return std::ptr::null_mut();
-    }
-    // SAFETY: non-null pointer to the driver's argument block.
-    let args = unsafe { args.read() };
+        return 0;
+    };
     let Some((a, found)) = lookup(&args) else {
-        return std::ptr::null_mut();
+        return 0;
     };
     if current_irql() >= Irql::Dispatch
         && a.table.get().map_or(0, |t| t.Version) >= FATAL_FROM_INTERFACE
@@ -50,9 +46,9 @@ pub(super) unsafe extern "system" fn get_handle_data(
             crate::base::bugcheck::VIDEO_DXGKRNL_FATAL_ERROR,
             [HANDLE_DATA_AT_RAISED_IRQL, a.handle() as u64, 0, 0],
         ));
-        return std::ptr::null_mut();
+        return 0;
     }
-    std::ptr::without_provenance_mut(found.unwrap_or(0))
+    found.unwrap_or(0)
 }
 
 /// The first `DXGKDDI_INTERFACE_VERSION` whose raised-IRQL call 24H2 bug-checks.

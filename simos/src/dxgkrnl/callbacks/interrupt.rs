@@ -9,6 +9,8 @@ use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_kmd::platform::Irql;
 
+use super::ffi::{self, synchronize_execution as synchronize_execution_entry};
+use super::ffi::{Out, Report, SyncRoutine};
 use crate::adapter::callback::{enter, enter_status};
 use crate::adapter::context::{self};
 use crate::adapter::irql::{self, Routine};
@@ -30,11 +32,11 @@ const MAX_REPORTED_FENCES: u32 = 8;
 /// `DxgkCbNotifyInterrupt` it does not require the interrupt lock: Microsoft documents it as
 /// callable at any level (it is KeInsertQueueDpc underneath), so a driver may queue its DPC
 /// from a PASSIVE thread or from the DPC itself.
-pub(super) unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
+pub(super) fn queue_dpc(handle: HANDLE) -> BOOLEAN {
     let Some(a) = enter(
         Routine::DxgkCbQueueDpc,
         handle,
-        queue_dpc as *const () as usize,
+        ffi::queue_dpc as *const () as usize,
     ) else {
         return 0;
     };
@@ -53,23 +55,18 @@ pub(super) unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
     1
 }
 
-/// `DxgkCbSynchronizeExecution` (<= DISPATCH): runs the routine under the interrupt lock at
-/// device IRQL and returns its BOOLEAN.
-pub(super) unsafe extern "system" fn synchronize_execution(
+/// `DxgkCbSynchronizeExecution` (<= DISPATCH), its arguments checked ([`super::sync`]): runs
+/// the routine under the interrupt lock at device IRQL and returns its BOOLEAN.
+pub(super) fn synchronize_execution(
     handle: HANDLE,
-    routine: PKSYNCHRONIZE_ROUTINE,
-    context: PVOID,
-    message_number: ULONG,
-    return_value: *mut BOOLEAN,
+    routine: SyncRoutine,
+    return_value: Out<'_, BOOLEAN>,
 ) -> NTSTATUS {
-    let a = enter_status!(DxgkCbSynchronizeExecution, handle, synchronize_execution);
-    let Some(routine) = routine else {
-        return STATUS_INVALID_PARAMETER;
-    };
-    if message_number != 0 {
-        // Line-based interrupt: the message number must be zero.
-        return STATUS_INVALID_PARAMETER;
-    }
+    let a = enter_status!(
+        DxgkCbSynchronizeExecution,
+        handle,
+        synchronize_execution_entry
+    );
     if !a.irq.connected.load(Ordering::Acquire) {
         return STATUS_UNSUCCESSFUL;
     }
@@ -81,14 +78,12 @@ pub(super) unsafe extern "system" fn synchronize_execution(
             return STATUS_UNSUCCESSFUL;
         }
         let _irql = IrqlScope::enter(Irql::Device);
-        // SAFETY: the driver's synchronize routine with its own context, under the interrupt
-        // lock at device IRQL, as KeSynchronizeExecution runs it.
-        let r = unsafe { routine(context) };
+        let r = routine.run();
         if let Err(b) = processor::check_return_irql(
             Irql::Device,
             bugcheck::irql_unexpected::SIM_SYNCHRONIZE_ROUTINE,
-            routine as usize as u64,
-            context as usize as u64,
+            routine.address(),
+            routine.context(),
             0,
         ) {
             a.state.raise_bugcheck(b);
@@ -96,17 +91,11 @@ pub(super) unsafe extern "system" fn synchronize_execution(
         }
         r
     };
-    if !return_value.is_null() {
-        // SAFETY: the driver's out-parameter (checked non-null).
-        unsafe { return_value.write(result) };
-    }
+    return_value.write(result);
     STATUS_SUCCESS
 }
 
-pub(super) fn decode(
-    a: &AdapterShared,
-    data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-) -> Result<Notification, BugCheck> {
+pub(super) fn decode(a: &AdapterShared, data: &Report<'_>) -> Result<Notification, BugCheck> {
     let t = data.InterruptType;
     if !notify::is_known_type(t) {
         return Err(BugCheck::video_scheduler(
@@ -147,14 +136,14 @@ pub(super) fn decode(
         }
         Ok(())
     };
-    // SAFETY (all arms): `InterruptType` selects the union member the driver filled; every
-    // member is plain integers and pointers, so any bit pattern is a valid value to read.
+    // `InterruptType` selects the union member the driver filled.
+    let arms = &data.Anonymous;
     Ok(match t {
         // `M:VidSchDdiNotifyInterruptWorker` @0x140006B60 has no handling for type 4: every
         // report of it is bug check 0x119 subtype 0xD (node, engine, fence), before any check
         // of what it names.
         DXGK_INTERRUPT_DMA_FAULTED => {
-            let d = unsafe { data.Anonymous.DmaFaulted };
+            let d = arms.dma_faulted();
             return Err(BugCheck::video_scheduler(
                 REFUSED_FAULT_REPORT,
                 u64::from(d.NodeOrdinal),
@@ -166,7 +155,7 @@ pub(super) fn decode(
         // naming no packet is checked as its DPC checks it. What it then does is VidSch's
         // (crate::vidsch::tdr::isr_report).
         DXGK_INTERRUPT_DMA_PAGE_FAULTED => {
-            let d = unsafe { data.Anonymous.DmaPageFaulted };
+            let d = arms.dma_page_faulted();
             let flags = d.PageFaultFlags as u32;
             validate_page_fault_flags(flags)?;
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
@@ -178,7 +167,7 @@ pub(super) fn decode(
             Notification::Other { interrupt_type: t }
         }
         DXGK_INTERRUPT_DMA_COMPLETED => {
-            let d = unsafe { data.Anonymous.DmaCompleted };
+            let d = arms.dma_completed();
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
             Notification::DmaCompleted {
                 fence_id: d.SubmissionFenceId,
@@ -187,7 +176,7 @@ pub(super) fn decode(
             }
         }
         DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE => {
-            let d = unsafe { data.Anonymous.EngineStateChange };
+            let d = arms.engine_state_change();
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
             if !(DXGK_ENGINE_STATE_ACTIVE..=DXGK_ENGINE_STATE_HUNG).contains(&d.NewState) {
                 return Err(BugCheck::video_scheduler(
@@ -204,12 +193,12 @@ pub(super) fn decode(
             }
         }
         DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED => {
-            let d = unsafe { data.Anonymous.NativeFenceSignaled };
+            let d = arms.native_fence_signaled();
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
             native_fence_signaled(a, data, &d)?
         }
         rvgpu_ddi::interrupt::DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED => {
-            let d = unsafe { data.Anonymous.HwQueuePageFaulted };
+            let d = arms.hw_queue_page_faulted();
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
             Notification::HwQueuePageFaulted {
                 queue: d.FaultedHwQueue as usize,
@@ -219,12 +208,12 @@ pub(super) fn decode(
             }
         }
         DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT => {
-            let d = unsafe { data.Anonymous.GpuEngineTimeout };
+            let d = arms.gpu_engine_timeout();
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
             Notification::Other { interrupt_type: t }
         }
         rvgpu_ddi::interrupt::DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT => {
-            let d = unsafe { data.Anonymous.SchedulingLogInterrupt };
+            let d = arms.scheduling_log_interrupt();
             check_node(d.NodeOrdinal, d.EngineOrdinal)?;
             Notification::SchedulingLogInterrupt {
                 node: d.NodeOrdinal,
@@ -245,7 +234,7 @@ const NATIVE_FENCE_SIGNALED_DPC: u64 = 0x1_4004_4BE0;
 /// it (NF-10).
 fn native_fence_signaled(
     a: &AdapterShared,
-    data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+    data: &Report<'_>,
     d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
 ) -> Result<Notification, BugCheck> {
     let t = data.InterruptType;
@@ -297,10 +286,9 @@ fn native_fence_signaled(
     {
         None
     } else {
-        let n = d.SignaledNativeFenceCount as usize;
-        // SAFETY: the driver reports `n` handles at this non-null address (the DDI's
-        // contract); the OS reads them at ISR time.
-        let handles = unsafe { std::slice::from_raw_parts(d.pSignaledNativeFenceArray, n) };
+        let handles = data
+            .signaled_fences(d.SignaledNativeFenceCount as usize)
+            .unwrap_or_default();
         let live = lock(&a.native_fences);
         for (i, h) in handles.iter().enumerate() {
             if !live.contains(&(*h as usize)) {
@@ -340,26 +328,18 @@ fn native_fence_signaled(
 
 /// `DxgkCbNotifyInterrupt` (device IRQL, from this adapter's ISR or one of its synchronized
 /// routines): validates the report and queues it for the DPC.
-pub(super) unsafe extern "system" fn notify_interrupt(
-    handle: HANDLE,
-    data: *const DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-) {
-    let Some(a) = enter(
-        Routine::DxgkCbNotifyInterrupt,
-        handle,
-        notify_interrupt as *const () as usize,
-    ) else {
+pub(super) fn notify_interrupt(handle: HANDLE, data: Option<Report<'_>>) {
+    let entry = ffi::notify_interrupt as *const () as usize;
+    let Some(a) = enter(Routine::DxgkCbNotifyInterrupt, handle, entry) else {
         return;
     };
-    if data.is_null() {
+    let Some(data) = data else {
         a.state.raise_bugcheck(BugCheck::new(
             bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-            [0, 0, notify_interrupt as *const () as usize as u64, 0],
+            [0, 0, entry as u64, 0],
         ));
         return;
-    }
-    // SAFETY: non-null pointer to the driver's DXGKARGCB_NOTIFY_INTERRUPT_DATA.
-    let data = unsafe { data.read() };
+    };
     if !a.holds_interrupt_lock() {
         // At device IRQL but not inside this adapter's ISR or synchronized routine (another
         // adapter's, say): the OS's interrupt-time state is unprotected.
@@ -385,11 +365,11 @@ pub(super) unsafe extern "system" fn notify_interrupt(
 /// native-fence work (resample, `DxgkDdiUpdateMonitoredValues`) runs here, inside the
 /// driver's call (`M:VidSchDdiNotifyDpc` @0x1400079E0): a driver lock held across this
 /// callback that those DDIs take deadlocks (crate::os::answers::DpcFenceWork).
-pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
+pub(super) fn notify_dpc(handle: HANDLE) {
     let Some(a) = enter(
         Routine::DxgkCbNotifyDpc,
         handle,
-        notify_dpc as *const () as usize,
+        ffi::notify_dpc as *const () as usize,
     ) else {
         return;
     };
@@ -401,16 +381,11 @@ pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
 
 /// `DxgkCbLogEtwEvent` (any IRQL): with no ETW session listening, Windows drops the event;
 /// the simulation does the same, after the IRQL check.
-pub(super) unsafe extern "system" fn log_etw_event(
-    _guid: *const GUID,
-    _type: UCHAR,
-    _size: USHORT,
-    _buffer: PVOID,
-) {
+pub(super) fn log_etw_event() {
     if let Err(b) = irql::check(
         Routine::DxgkCbLogEtwEvent,
         current_irql(),
-        log_etw_event as *const () as usize,
+        ffi::log_etw_event as *const () as usize,
     ) {
         context::raise(b);
     }

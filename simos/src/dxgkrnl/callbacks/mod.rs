@@ -11,15 +11,13 @@
 
 mod device;
 mod feature;
+pub(crate) mod ffi;
 mod handle_data;
 mod interrupt;
 mod sync;
 
-use self::device::*;
-use self::feature::*;
-use self::interrupt::*;
+use self::ffi::*;
 use crate::adapter::callback::enter;
-use crate::vidmm::contiguous::{allocate_contiguous_memory, free_contiguous_memory};
 
 use std::sync::Arc;
 
@@ -85,38 +83,9 @@ fn not_simulated(id: usize) {
     }
 }
 
-/// Builds a "not simulated" stub of a callback slot's exact type.
-pub trait NotSimulated: Sized {
-    /// The stub for slot number `ID` of `DXGKRNL_INTERFACE::SLOT_NAMES`.
-    fn stub<const ID: usize>() -> Self;
-}
-
-macro_rules! stub_arity {
-    ($f:ident; $($a:ident),*) => {
-        #[allow(non_snake_case, clippy::too_many_arguments)]
-        unsafe extern "system" fn $f<const ID: usize, $($a,)* R: FailValue>($(_: $a),*) -> R {
-            not_simulated(ID);
-            R::fail()
-        }
-        impl<$($a,)* R: FailValue> NotSimulated for Option<unsafe extern "system" fn($($a),*) -> R> {
-            fn stub<const ID: usize>() -> Self {
-                Some($f::<ID, $($a,)* R>)
-            }
-        }
-    };
-}
-stub_arity!(stub0;);
-stub_arity!(stub1; A);
-stub_arity!(stub2; A, B);
-stub_arity!(stub3; A, B, C);
-stub_arity!(stub4; A, B, C, D);
-stub_arity!(stub5; A, B, C, D, E);
-stub_arity!(stub6; A, B, C, D, E, F);
-stub_arity!(stub7; A, B, C, D, E, F, G);
-
 macro_rules! not_simulated_slots {
     ($iface:ident; $($field:ident),* $(,)?) => {
-        $( $iface.$field = NotSimulated::stub::<{ rvgpu_ddi::slot_id!(DXGKRNL_INTERFACE::SLOT_NAMES, stringify!($field)) }>(); )*
+        $( $iface.$field = ffi::NotSimulated::stub::<{ rvgpu_ddi::slot_id!(DXGKRNL_INTERFACE::SLOT_NAMES, stringify!($field)) }>(); )*
     };
 }
 
@@ -136,7 +105,7 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
     i.DxgkCbUnmapMemory = Some(unmap_memory);
     i.DxgkCbQueueDpc = Some(queue_dpc);
     i.DxgkCbQueryServices = Some(query_services);
-    i.DxgkCbSynchronizeExecution = Some(sync::synchronize_execution);
+    i.DxgkCbSynchronizeExecution = Some(synchronize_execution);
     i.DxgkCbNotifyInterrupt = Some(notify_interrupt);
     i.DxgkCbNotifyDpc = Some(notify_dpc);
     i.DxgkCbLogEtwEvent = Some(log_etw_event);
@@ -167,12 +136,12 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
         DxgkCbClosePhysicalMemoryObject, DxgkCbPinFrameBufferForSave2,
     );
     i.DxgkCbQueryFeatureSupport = Some(query_feature_support);
-    i.DxgkCbDisconnectDoorbell = Some(disconnect_doorbell);
-    i.DxgkCbGetHandleData = Some(handle_data::get_handle_data);
-    i.DxgkCbSetPowerComponentActive = Some(set_power_component_active);
-    i.DxgkCbSetPowerComponentIdle = Some(set_power_component_idle);
+    i.DxgkCbDisconnectDoorbell = Some(ffi::disconnect_doorbell);
+    i.DxgkCbGetHandleData = Some(get_handle_data);
+    i.DxgkCbSetPowerComponentActive = Some(ffi::set_power_component_active);
+    i.DxgkCbSetPowerComponentIdle = Some(ffi::set_power_component_idle);
     // TDR: the guilty context of an engine reset (crate::vidsch::tdr), by Dxgkrnl's handle.
-    i.DxgkCbInvalidateHwContext = Some(invalidate_hw_context);
+    i.DxgkCbInvalidateHwContext = Some(ffi::invalidate_hw_context);
     i
 }
 
@@ -183,33 +152,31 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
 /// queue (victimisation, UM-09/UM-20). The OS points the doorbell's CPU VA at the dummy page
 /// and writes the reason to its status page ([`crate::ums`]). No adapter handle: the doorbell
 /// and queue handles identify it.
-unsafe extern "system" fn disconnect_doorbell(args: *mut DXGKARGCB_DISCONNECTDOORBELL) -> NTSTATUS {
-    let addr = disconnect_doorbell as *const () as usize;
+fn disconnect_doorbell(args: Option<DXGKARGCB_DISCONNECTDOORBELL>) -> NTSTATUS {
+    let addr = ffi::disconnect_doorbell as *const () as usize;
     if let Err(b) =
         crate::adapter::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
     {
         crate::adapter::context::raise(b);
         return STATUS_UNSUCCESSFUL;
     }
-    if args.is_null() {
+    let Some(args) = args else {
         crate::adapter::context::raise(crate::BugCheck::new(
             crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
         return STATUS_INVALID_PARAMETER;
-    }
-    // SAFETY: non-null pointer to the driver's argument block.
-    let args = unsafe { args.read() };
+    };
     crate::ums::cb_disconnect_doorbell(&args)
 }
 
 /// `DxgkCbSetPowerComponentActive` (PASSIVE_LEVEL): one more active reference on a power
 /// component, which is in F0 when it returns ([`crate::ums::cb_component_active`]).
-unsafe extern "system" fn set_power_component_active(handle: HANDLE, component: u32) {
+fn set_power_component_active(handle: HANDLE, component: u32) {
     let Some(a) = enter(
         Routine::DxgkCbSetPowerComponentActive,
         handle,
-        set_power_component_active as *const () as usize,
+        ffi::set_power_component_active as *const () as usize,
     ) else {
         return;
     };
@@ -218,11 +185,11 @@ unsafe extern "system" fn set_power_component_active(handle: HANDLE, component: 
 
 /// `DxgkCbSetPowerComponentIdle` (PASSIVE_LEVEL for an engine component): drops one active
 /// reference ([`crate::ums::cb_component_idle`]).
-unsafe extern "system" fn set_power_component_idle(handle: HANDLE, component: u32) {
+fn set_power_component_idle(handle: HANDLE, component: u32) {
     let Some(a) = enter(
         Routine::DxgkCbSetPowerComponentIdle,
         handle,
-        set_power_component_idle as *const () as usize,
+        ffi::set_power_component_idle as *const () as usize,
     ) else {
         return;
     };
@@ -242,27 +209,23 @@ unsafe extern "system" fn set_power_component_idle(handle: HANDLE, component: u3
 ///   callback, 0). The driver's own context handle is such a value.
 /// - A hardware context: VidSch invalidates it (`crate::vidsch::tdr`'s callback, with the
 ///   context found).
-unsafe extern "system" fn invalidate_hw_context(
-    args: *const DXGKARGCB_INVALIDATEHWCONTEXT,
-) -> NTSTATUS {
-    let forward = |args: *const DXGKARGCB_INVALIDATEHWCONTEXT| {
-        // SAFETY: as this callback's contract: null or the driver's argument block.
-        unsafe { crate::vidsch::tdr::cb_invalidate_hw_context(args) }
+///
+/// `Ok` is the answer; `Err` hands VidSch's callback the block to act on (none for a NULL one).
+fn invalidate_hw_context(
+    args: Option<DXGKARGCB_INVALIDATEHWCONTEXT>,
+) -> Result<NTSTATUS, Option<DXGKARGCB_INVALIDATEHWCONTEXT>> {
+    let Some(read) = args else {
+        return Err(None);
     };
-    if args.is_null() {
-        return forward(args);
-    }
-    // SAFETY: non-null pointer to the driver's argument block.
-    let read = unsafe { args.read() };
     let Some(a) = AdapterShared::from_handle(read.hAdapter) else {
-        return forward(args);
+        return Err(Some(read));
     };
-    let addr = invalidate_hw_context as *const () as usize;
+    let addr = ffi::invalidate_hw_context as *const () as usize;
     if let Err(b) =
         crate::adapter::irql::check(Routine::DxgkCbInvalidateHwContext, current_irql(), addr)
     {
         a.state.raise_bugcheck(b);
-        return STATUS_UNSUCCESSFUL;
+        return Ok(STATUS_UNSUCCESSFUL);
     }
     let named = read.hHwContext as usize;
     let found = crate::base::lock::lock(&a.ums)
@@ -276,15 +239,12 @@ unsafe extern "system" fn invalidate_hw_context(
                 crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
                 [named.wrapping_add(8) as u64, 0, addr as u64, 0],
             ));
-            STATUS_INVALID_PARAMETER
+            Ok(STATUS_INVALID_PARAMETER)
         }
-        Some(None) => STATUS_SUCCESS,
-        Some(Some(context)) => {
-            let by_os = DXGKARGCB_INVALIDATEHWCONTEXT {
-                hHwContext: crate::state::ums::kernel_handle(context) as HANDLE,
-                ..read
-            };
-            forward(&by_os)
-        }
+        Some(None) => Ok(STATUS_SUCCESS),
+        Some(Some(context)) => Err(Some(DXGKARGCB_INVALIDATEHWCONTEXT {
+            hHwContext: crate::state::ums::kernel_handle(context) as HANDLE,
+            ..read
+        })),
     }
 }

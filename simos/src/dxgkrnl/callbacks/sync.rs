@@ -4,20 +4,23 @@
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::ntstatus::*;
 
+use super::ffi::{Out, SyncRoutine};
+
 /// `DxgkCbSynchronizeExecution` as 24H2's `K:DpSynchronizeExecution` @0x140026180 checks it: a
 /// NULL handle, routine or `ReturnValue` is `STATUS_INVALID_PARAMETER` before anything runs, and
 /// `MessageNumber` is read only for a message-signalled interrupt (checked against its message
 /// count there). This OS's interrupt is line-based, so the number is not looked at.
-pub(super) unsafe extern "system" fn synchronize_execution(
+pub(super) fn synchronize_execution(
     handle: HANDLE,
-    routine: PKSYNCHRONIZE_ROUTINE,
-    context: PVOID,
+    routine: Option<SyncRoutine>,
     _message_number: ULONG,
-    return_value: *mut BOOLEAN,
+    return_value: Option<Out<'_, BOOLEAN>>,
 ) -> NTSTATUS {
-    if handle.is_null() || routine.is_none() || return_value.is_null() {
+    let (Some(routine), Some(return_value)) = (routine, return_value) else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    if handle.is_null() {
         return STATUS_INVALID_PARAMETER;
     }
-    // SAFETY: the caller's arguments, checked above; the line-based interrupt's number is 0.
-    unsafe { super::interrupt::synchronize_execution(handle, routine, context, 0, return_value) }
+    super::interrupt::synchronize_execution(handle, routine, return_value)
 }

@@ -1,0 +1,1037 @@
+//! The driver->OS side of the FFI, in one place: every routine the driver calls in the
+//! simulated OS (the `DXGKRNL_INTERFACE` callbacks, the feature interface, the `Platform` the
+//! KMD's Linux build links against), every routine the driver hands the OS to run (a
+//! synchronized routine, a timer routine, an ETW enable callback), and the generic entry points
+//! of the stand-ins tests put in DDI slots ([`crate::testing`]).
+//!
+//! Raw pointers cross here only. Each entry point turns the driver's pointers into references,
+//! copies or write-once [`Out`] places exactly once, then calls a safe handler in the sibling
+//! modules, which makes every check 24H2 makes in 24H2's order. Where 24H2 dereferences a
+//! driver pointer after no more than a null check (every argument block the callbacks take),
+//! the simulation does the same: a non-null pointer is taken as a valid block of its type.
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::Mutex;
+
+use rvgpu_ddi::adapter::PDXGK_DEVICE_INFO;
+use rvgpu_ddi::basic::*;
+use rvgpu_ddi::dxgkrnl::*;
+use rvgpu_ddi::feature::*;
+use rvgpu_ddi::interrupt::{DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED};
+use rvgpu_ddi::ntstatus::*;
+use rvgpu_kmd::platform::{Irql, Platform};
+
+use super::{device, feature, handle_data, interrupt, sync, FailValue};
+use crate::adapter::kernel::{self, SimKernel, WindowKind};
+use crate::base::lock::lock;
+
+/// A place the driver gave the OS to write one value to (an out-parameter, checked non-null).
+pub(crate) struct Out<'a, T> {
+    place: NonNull<T>,
+    _driver: PhantomData<&'a mut T>,
+}
+
+impl<T> Out<'_, T> {
+    /// The driver's out-parameter `p`, `None` when it is null.
+    fn new(p: *mut T) -> Option<Self> {
+        NonNull::new(p).map(|place| Out {
+            place,
+            _driver: PhantomData,
+        })
+    }
+
+    /// Writes the answer (the whole value, as the callback's contract says).
+    pub(crate) fn write(self, value: T) {
+        // SAFETY: a non-null out-parameter of the driver for this call, which 24H2 writes after
+        // its null check only.
+        unsafe { self.place.as_ptr().write(value) }
+    }
+}
+
+/// The driver's argument block `p` for this call, `None` when it is null.
+///
+/// # Safety
+/// `p` is null or the driver's block of this type, not otherwise referenced for the call.
+unsafe fn block<'a, T>(p: *mut T) -> Option<&'a mut T> {
+    // SAFETY: the caller's contract.
+    unsafe { p.as_mut() }
+}
+
+/// A copy of the driver's input block `p`, `None` when it is null.
+///
+/// # Safety
+/// `p` is null or points to a readable block of this type.
+unsafe fn copy<T: Copy>(p: *const T) -> Option<T> {
+    // SAFETY: the caller's contract.
+    unsafe { p.as_ref() }.copied()
+}
+
+// ---------------------------------------------------------------------------------------------
+// DXGKRNL_INTERFACE callbacks.
+
+/// `DxgkCbGetDeviceInformation`.
+pub(super) unsafe extern "system" fn get_device_information(
+    handle: HANDLE,
+    info: PDXGK_DEVICE_INFO,
+) -> NTSTATUS {
+    device::get_device_information(handle, Out::new(info))
+}
+
+/// `DxgkCbMapMemory`.
+pub(super) unsafe extern "system" fn map_memory(
+    handle: HANDLE,
+    translated: PHYSICAL_ADDRESS,
+    length: ULONG,
+    in_io_space: BOOLEAN,
+    map_to_user_mode: BOOLEAN,
+    cache: MEMORY_CACHING_TYPE,
+    virtual_address: *mut PVOID,
+) -> NTSTATUS {
+    device::map_memory(
+        handle,
+        translated,
+        length,
+        in_io_space,
+        map_to_user_mode,
+        cache,
+        Out::new(virtual_address),
+    )
+}
+
+/// `DxgkCbUnmapMemory`: the address is a value to look up, never dereferenced.
+pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
+    device::unmap_memory(handle, va as usize)
+}
+
+/// `DxgkCbQueueDpc`.
+pub(super) unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
+    interrupt::queue_dpc(handle)
+}
+
+/// `DxgkCbNotifyDpc`.
+pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
+    interrupt::notify_dpc(handle)
+}
+
+/// `DxgkCbNotifyInterrupt`: the report is copied once, at the call, as 24H2 copies it at ISR
+/// time.
+pub(super) unsafe extern "system" fn notify_interrupt(
+    handle: HANDLE,
+    data: *const DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+) {
+    // SAFETY: null or the driver's report, alive for the call.
+    let report = unsafe { copy(data) }.map(|data| Report {
+        data,
+        _call: PhantomData,
+    });
+    interrupt::notify_interrupt(handle, report)
+}
+
+/// `DxgkCbLogEtwEvent`: nothing the driver passes is read (no session listens).
+pub(super) unsafe extern "system" fn log_etw_event(
+    _guid: *const GUID,
+    _type: UCHAR,
+    _size: USHORT,
+    _buffer: PVOID,
+) {
+    interrupt::log_etw_event()
+}
+
+/// `DxgkCbSynchronizeExecution`: the routine and its context become a [`SyncRoutine`].
+pub(super) unsafe extern "system" fn synchronize_execution(
+    handle: HANDLE,
+    routine: PKSYNCHRONIZE_ROUTINE,
+    context: PVOID,
+    message_number: ULONG,
+    return_value: *mut BOOLEAN,
+) -> NTSTATUS {
+    let routine = routine.map(|f| SyncRoutine { f, context });
+    sync::synchronize_execution(handle, routine, message_number, Out::new(return_value))
+}
+
+/// `DxgkCbQueryServices`: the interface buffer is read through its header only.
+pub(super) unsafe extern "system" fn query_services(
+    handle: HANDLE,
+    services: DXGK_SERVICES,
+    interface: PINTERFACE,
+) -> NTSTATUS {
+    feature::query_services(
+        handle,
+        services,
+        NonNull::new(interface).map(|place| InterfaceBuffer {
+            place,
+            _driver: PhantomData,
+        }),
+    )
+}
+
+/// `InterfaceReference` of the feature interface.
+pub(super) unsafe extern "system" fn interface_reference(context: PVOID) {
+    feature::interface_reference(context)
+}
+
+/// `InterfaceDereference` of the feature interface.
+pub(super) unsafe extern "system" fn interface_dereference(context: PVOID) {
+    feature::interface_dereference(context)
+}
+
+/// `DXGK_FEATURE_INTERFACE::IsFeatureEnabled`.
+pub(super) unsafe extern "system" fn is_feature_enabled(
+    handle: HANDLE,
+    args: *mut DXGKARGCB_ISFEATUREENABLED2,
+) -> NTSTATUS {
+    // SAFETY: null or the driver's argument block for the call.
+    feature::is_feature_enabled(handle, unsafe { block(args) })
+}
+
+/// `DXGK_FEATURE_INTERFACE::QueryFeatureInterface`: the handler decides, then the interface is
+/// written to the driver's buffer, whose size this entry takes before the handler sees the
+/// block.
+pub(super) unsafe extern "system" fn query_feature_interface(
+    handle: HANDLE,
+    args: *mut DXGKARGCB_QUERYFEATUREINTERFACE,
+) -> NTSTATUS {
+    // SAFETY: null or the driver's argument block for the call.
+    let args = unsafe { block(args) };
+    let target = args
+        .as_ref()
+        .map(|a| (a.Interface, usize::from(a.InterfaceSize)));
+    match feature::query_feature_interface(handle, args) {
+        Err(status) => status,
+        Ok(interface) => {
+            let Some((buffer, room)) = target else {
+                return STATUS_INVALID_PARAMETER;
+            };
+            if buffer.is_null() || room < std::mem::size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>() {
+                return STATUS_INVALID_PARAMETER;
+            }
+            // SAFETY: the driver's buffer of `room` bytes (its `InterfaceSize` at the call),
+            // checked non-null and large enough.
+            unsafe {
+                buffer
+                    .cast::<DXGKCBINT_FEATURE_NATIVEFENCE_1>()
+                    .write(interface)
+            };
+            STATUS_SUCCESS
+        }
+    }
+}
+
+/// `DXGKCBINT_FEATURE_NATIVEFENCE_1::GetOSCaps`.
+pub(super) unsafe extern "system" fn native_fence_get_os_caps(
+    args: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1,
+) -> NTSTATUS {
+    feature::native_fence_get_os_caps(Out::new(args))
+}
+
+/// `DxgkCbQueryFeatureSupport`.
+pub(super) unsafe extern "system" fn query_feature_support(
+    args: *mut DXGKARGCB_QUERYFEATURESUPPORT,
+) -> NTSTATUS {
+    // SAFETY: null or the driver's argument block for the call.
+    feature::query_feature_support(unsafe { block(args) })
+}
+
+/// `DxgkCbGetHandleData`: the answer is the driver's own value, handed back as a pointer.
+pub(super) unsafe extern "system" fn get_handle_data(
+    args: *const DXGKARGCB_GETHANDLEDATA,
+) -> *mut c_void {
+    // SAFETY: null or the driver's argument block.
+    let answer = handle_data::get_handle_data(unsafe { copy(args) });
+    std::ptr::without_provenance_mut(answer)
+}
+
+/// `DxgkCbDisconnectDoorbell`.
+pub(super) unsafe extern "system" fn disconnect_doorbell(
+    args: *mut DXGKARGCB_DISCONNECTDOORBELL,
+) -> NTSTATUS {
+    // SAFETY: null or the driver's argument block.
+    super::disconnect_doorbell(unsafe { copy(args) })
+}
+
+/// `DxgkCbSetPowerComponentActive`.
+pub(super) unsafe extern "system" fn set_power_component_active(handle: HANDLE, component: u32) {
+    super::set_power_component_active(handle, component)
+}
+
+/// `DxgkCbSetPowerComponentIdle`.
+pub(super) unsafe extern "system" fn set_power_component_idle(handle: HANDLE, component: u32) {
+    super::set_power_component_idle(handle, component)
+}
+
+/// `DxgkCbInvalidateHwContext`: the handler names the block VidSch's callback gets (the
+/// driver's, or the OS's rewrite of it) or answers itself.
+pub(super) unsafe extern "system" fn invalidate_hw_context(
+    args: *const DXGKARGCB_INVALIDATEHWCONTEXT,
+) -> NTSTATUS {
+    // SAFETY: null or the driver's argument block.
+    match super::invalidate_hw_context(unsafe { copy(args) }) {
+        Ok(status) => status,
+        Err(forward) => crate::vidsch::tdr::cb_invalidate_hw_context(
+            forward.as_ref(),
+            invalidate_hw_context as *const () as usize,
+        ),
+    }
+}
+
+/// `DxgkCbAllocateContiguousMemory` (VidMm's).
+pub(super) unsafe extern "system" fn allocate_contiguous_memory(
+    handle: HANDLE,
+    args: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
+) -> NTSTATUS {
+    crate::vidmm::contiguous::allocate_contiguous_memory(
+        handle,
+        // SAFETY: null or the driver's argument block for the call.
+        unsafe { block(args) },
+        allocate_contiguous_memory as *const () as usize,
+    )
+}
+
+/// `DxgkCbFreeContiguousMemory` (VidMm's).
+pub(super) unsafe extern "system" fn free_contiguous_memory(
+    handle: HANDLE,
+    args: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
+) -> NTSTATUS {
+    crate::vidmm::contiguous::free_contiguous_memory(
+        handle,
+        // SAFETY: null or the driver's argument block.
+        unsafe { args.as_ref() },
+        free_contiguous_memory as *const () as usize,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the handlers get instead of raw pointers.
+
+/// A `DxgkCbNotifyInterrupt` report, copied from the driver at the call.
+pub(crate) struct Report<'a> {
+    data: DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+    _call: PhantomData<&'a ()>,
+}
+
+impl std::ops::Deref for Report<'_> {
+    type Target = DXGKARGCB_NOTIFY_INTERRUPT_DATA;
+    fn deref(&self) -> &DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+        &self.data
+    }
+}
+
+impl Report<'_> {
+    /// The first `n` native fence handles a `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` report lists
+    /// (`n` at most its `SignaledNativeFenceCount`); `None` for another type or a NULL array.
+    /// 24H2 reads them at ISR time without a check of the array
+    /// (`M:VidSchiProcessIsrNativeFenceSignaled` @0x140052784), as this does.
+    pub(crate) fn signaled_fences(&self, n: usize) -> Option<&[HANDLE]> {
+        if self.data.InterruptType != DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED {
+            return None;
+        }
+        let d = self.data.Anonymous.native_fence_signaled();
+        if d.pSignaledNativeFenceArray.is_null() || n > d.SignaledNativeFenceCount as usize {
+            return None;
+        }
+        // SAFETY: the driver reports `SignaledNativeFenceCount` handles at this non-null
+        // address (the DDI's contract), alive for the call this report is borrowed from.
+        Some(unsafe { std::slice::from_raw_parts(d.pSignaledNativeFenceArray, n) })
+    }
+}
+
+/// The driver's `KSYNCHRONIZE_ROUTINE` with the context it passed for it.
+#[derive(Clone, Copy)]
+pub(crate) struct SyncRoutine {
+    f: unsafe extern "system" fn(PVOID) -> BOOLEAN,
+    context: PVOID,
+}
+
+impl SyncRoutine {
+    /// Runs the routine (the caller holds the interrupt lock at device IRQL).
+    pub(crate) fn run(&self) -> BOOLEAN {
+        // SAFETY: the driver's routine with its own context, run as KeSynchronizeExecution runs
+        // it; 24H2 checks neither beyond the routine being non-null.
+        unsafe { (self.f)(self.context) }
+    }
+
+    /// The routine's address (bug-check parameter).
+    pub(crate) fn address(&self) -> u64 {
+        self.f as usize as u64
+    }
+
+    /// The context's address (bug-check parameter).
+    pub(crate) fn context(&self) -> u64 {
+        self.context as usize as u64
+    }
+}
+
+/// The `INTERFACE` buffer of a `DxgkCbQueryServices` call.
+pub(crate) struct InterfaceBuffer<'a> {
+    place: NonNull<INTERFACE>,
+    _driver: PhantomData<&'a mut INTERFACE>,
+}
+
+impl InterfaceBuffer<'_> {
+    /// Its header (every kind of interface starts with one).
+    pub(crate) fn header(&self) -> INTERFACE {
+        // SAFETY: the driver's non-null interface buffer, which 24H2 reads the header of.
+        unsafe { self.place.as_ptr().read() }
+    }
+
+    /// Fills the buffer with the feature interface when the header's `Size` says the buffer is
+    /// exactly that large; `false` (nothing written) otherwise.
+    pub(crate) fn write_feature(self, value: DXGK_FEATURE_INTERFACE) -> bool {
+        if usize::from(self.header().Size) != std::mem::size_of::<DXGK_FEATURE_INTERFACE>() {
+            return false;
+        }
+        // SAFETY: the driver declared (Size) a buffer exactly this large.
+        unsafe {
+            self.place
+                .as_ptr()
+                .cast::<DXGK_FEATURE_INTERFACE>()
+                .write(value)
+        };
+        true
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stubs for callbacks the simulation does not implement.
+
+/// Builds a "not simulated" stub of a callback slot's exact type.
+pub trait NotSimulated: Sized {
+    /// The stub for slot number `ID` of `DXGKRNL_INTERFACE::SLOT_NAMES`.
+    fn stub<const ID: usize>() -> Self;
+}
+
+macro_rules! stub_arity {
+    ($f:ident; $($a:ident),*) => {
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        unsafe extern "system" fn $f<const ID: usize, $($a,)* R: FailValue>($(_: $a),*) -> R {
+            super::not_simulated(ID);
+            R::fail()
+        }
+        impl<$($a,)* R: FailValue> NotSimulated for Option<unsafe extern "system" fn($($a),*) -> R> {
+            fn stub<const ID: usize>() -> Self {
+                Some($f::<ID, $($a,)* R>)
+            }
+        }
+    };
+}
+stub_arity!(stub0;);
+stub_arity!(stub1; A);
+stub_arity!(stub2; A, B);
+stub_arity!(stub3; A, B, C);
+stub_arity!(stub4; A, B, C, D);
+stub_arity!(stub5; A, B, C, D, E);
+stub_arity!(stub6; A, B, C, D, E, F);
+stub_arity!(stub7; A, B, C, D, E, F, G);
+
+// ---------------------------------------------------------------------------------------------
+// Routines the driver hands the OS to run later.
+
+/// The timer routine and context the driver armed a kernel timer with
+/// ([`crate::adapter::ktimer`] runs it at DISPATCH_LEVEL each period).
+fn timer_run(
+    routine: rvgpu_kmd::platform::TimerRoutine,
+    context: *const c_void,
+) -> crate::adapter::ktimer::TimerRun {
+    let context = context as usize;
+    crate::adapter::ktimer::TimerRun {
+        address: routine as usize as u64,
+        context: context as u64,
+        // SAFETY: `Platform::timer_arm`'s contract: the routine and its context stay valid
+        // until the timer's cancel returns, which waits for a run in progress.
+        run: std::sync::Arc::new(move || unsafe { routine(context as *const c_void) }),
+    }
+}
+
+/// The Linux build's ETW enable callback with the context it registered.
+fn etw_callback(
+    callback: rvgpu_kmd::etw::EnableCallback,
+    context: *mut c_void,
+) -> crate::base::etw::session::Callback {
+    let context = context as usize;
+    crate::base::etw::session::Callback::Host(std::sync::Arc::new(
+        move |source, code, level, any, all| {
+            // SAFETY: the driver's callback with the context it registered, valid until it
+            // unregisters; the filter pointer is null, so it reads nothing through it.
+            unsafe {
+                callback(
+                    source,
+                    code,
+                    level,
+                    any,
+                    all,
+                    std::ptr::null(),
+                    context as *mut c_void,
+                )
+            }
+        },
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The platform the KMD's Linux build runs on.
+
+// SAFETY: every MMIO accessor performs exactly one device access per call (one `MmioBus` call,
+// which the device model handles synchronously, or one volatile access), in program order on
+// the calling thread; the registry lookup takes a read lock (acquire), and the device model's
+// own accesses are SeqCst/locked, so accesses are not reordered across the trap.
+unsafe impl Platform for SimKernel {
+    // Out of line: each accessor is the device's cost (one trap), and the driver/device split
+    // of the instruction counts (scripts/callgrind-split.py) matches it by name, so it must
+    // not depend on what the inliner does with the driver's callers.
+    #[inline(never)]
+    unsafe fn mmio_read32(base: NonNull<u8>, offset: usize) -> u32 {
+        match kernel::resolve(base, offset, 4, false) {
+            Some(WindowKind::Trap(w)) => kernel::trap(w).map_or(u32::MAX, |b| b.read32(offset)),
+            // SAFETY: `resolve` checked that [base+offset, +4) lies in a live registered
+            // memory window, aligned.
+            Some(WindowKind::Memory) => unsafe {
+                base.as_ptr().add(offset).cast::<u32>().read_volatile()
+            },
+            None => u32::MAX,
+        }
+    }
+
+    #[inline(never)]
+    unsafe fn mmio_write32(base: NonNull<u8>, offset: usize, value: u32) {
+        match kernel::resolve(base, offset, 4, true) {
+            Some(WindowKind::Trap(w)) => {
+                if let Some(b) = kernel::trap(w) {
+                    b.write32(offset, value);
+                }
+            }
+            // SAFETY: as in `mmio_read32`.
+            Some(WindowKind::Memory) => unsafe {
+                base.as_ptr()
+                    .add(offset)
+                    .cast::<u32>()
+                    .write_volatile(value)
+            },
+            None => {}
+        }
+    }
+
+    #[inline(never)]
+    unsafe fn mmio_read64(base: NonNull<u8>, offset: usize) -> u64 {
+        match kernel::resolve(base, offset, 8, false) {
+            Some(WindowKind::Trap(w)) => kernel::trap(w).map_or(u64::MAX, |b| b.read64(offset)),
+            // SAFETY: as in `mmio_read32`, 8 bytes.
+            Some(WindowKind::Memory) => unsafe {
+                base.as_ptr().add(offset).cast::<u64>().read_volatile()
+            },
+            None => u64::MAX,
+        }
+    }
+
+    #[inline(never)]
+    unsafe fn mmio_write64(base: NonNull<u8>, offset: usize, value: u64) {
+        match kernel::resolve(base, offset, 8, true) {
+            Some(WindowKind::Trap(w)) => {
+                if let Some(b) = kernel::trap(w) {
+                    b.write64(offset, value);
+                }
+            }
+            // SAFETY: as in `mmio_read32`, 8 bytes.
+            Some(WindowKind::Memory) => unsafe {
+                base.as_ptr()
+                    .add(offset)
+                    .cast::<u64>()
+                    .write_volatile(value)
+            },
+            None => {}
+        }
+    }
+
+    fn current_irql() -> Irql {
+        kernel::current_irql()
+    }
+
+    /// KTIMER + KDPC ([`crate::adapter::ktimer`]).
+    type Timer = crate::adapter::ktimer::SimTimer;
+
+    unsafe fn timer_arm(
+        timer: &Self::Timer,
+        period_ms: u32,
+        routine: rvgpu_kmd::platform::TimerRoutine,
+        context: *const c_void,
+    ) -> bool {
+        crate::adapter::ktimer::arm(timer, period_ms, timer_run(routine, context))
+    }
+
+    fn timer_cancel(timer: &Self::Timer) {
+        crate::adapter::ktimer::cancel(timer);
+    }
+
+    fn raise_to_dispatch() -> Irql {
+        kernel::raise_to_dispatch()
+    }
+
+    fn lower_irql(previous: Irql) {
+        kernel::lower_irql(previous)
+    }
+
+    fn bus_address(va: NonNull<u8>) -> Option<rvgpu_hw::addr::BusAddr> {
+        kernel::dma_bus_address(va.as_ptr() as usize).map(rvgpu_hw::addr::BusAddr::new)
+    }
+
+    /// ETW of the Linux build: one registration serving every machine of the process
+    /// ([`crate::etw`]).
+    fn etw_register(
+        provider: &'static rvgpu_kmd::etw::Guid,
+        callback: rvgpu_kmd::etw::EnableCallback,
+        context: *mut c_void,
+    ) -> Result<u64, i32> {
+        Ok(crate::base::etw::session::register(
+            *provider,
+            Some(etw_callback(callback, context)),
+        ))
+    }
+
+    fn etw_unregister(handle: u64) {
+        crate::base::etw::session::unregister(handle);
+    }
+
+    /// The event goes to the writing thread's machine's session.
+    fn etw_write(
+        handle: u64,
+        descriptor: &rvgpu_kmd::etw::EventDescriptor,
+        data: &[rvgpu_kmd::etw::EventDataDescriptor],
+    ) {
+        let parts: Vec<(u8, &[u8])> = data
+            .iter()
+            .map(|d| {
+                // SAFETY: the driver's descriptors point to its statics and its stack, alive
+                // for the call (Platform::etw_write's contract), `size` bytes each.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(d.ptr as *const u8, d.size as usize) };
+                (d.kind, bytes)
+            })
+            .collect();
+        kernel::etw_write(handle, descriptor, &parts);
+    }
+
+    fn query_performance_counter() -> (u64, u64) {
+        kernel::query_performance_counter()
+    }
+
+    fn software_key_dword(pdo: *mut c_void, name: &str) -> Option<u32> {
+        kernel::software_key_dword(pdo as usize, name)
+    }
+
+    fn pool_allocation_permitted() -> bool {
+        kernel::pool_allocation_permitted()
+    }
+
+    fn log(level: rvgpu_kmd::platform::Level, args: std::fmt::Arguments<'_>) {
+        kernel::log(level, args)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stand-ins for driver routines (crate::testing).
+
+/// A `DxgkDdiInterruptRoutine`.
+pub type IsrFn = unsafe extern "system" fn(PVOID, ULONG) -> BOOLEAN;
+
+/// The driver's own DDI a stand-in replaced in its slot, saved when the stand-in was installed
+/// (the latest driver's: one driver per test at a time).
+pub struct Saved<F>(Mutex<Option<F>>);
+
+impl<F: crate::adapter::ddi::Prototype> Saved<F> {
+    /// Nothing saved yet.
+    pub const fn new() -> Self {
+        Saved(Mutex::new(None))
+    }
+
+    /// Saves the slot's routine (`None`: the slot was empty).
+    pub fn save(&self, slot: Option<F>) {
+        *lock(&self.0) = slot;
+    }
+
+    /// Calls the saved routine with the arguments the OS passed the stand-in; `None` when none
+    /// is saved.
+    pub fn call(&self, args: F::Args<'_>) -> Option<F::Ret> {
+        let f = (*lock(&self.0))?;
+        // SAFETY: the driver's DDI of this prototype, taken from its validated table; the
+        // arguments are what the OS passed the stand-in standing in that slot (the OS's
+        // handle, its blocks borrowed for the call), the contract of `ddi::Prototype`.
+        Some(unsafe { f.invoke(args) })
+    }
+}
+
+/// The `MiniportDeviceContext` the OS passed a stand-in ISR.
+pub struct DeviceContext(PVOID);
+
+impl DeviceContext {
+    /// The context's value (to find the adapter by).
+    pub fn raw(&self) -> PVOID {
+        self.0
+    }
+
+    /// Runs the driver's own ISR with it ([`driver_isr`]).
+    pub fn driver_isr(&self, message_number: ULONG) -> BOOLEAN {
+        // SAFETY: the context and message number the OS passed the stand-in ISR.
+        unsafe { driver_isr(self.0, message_number) }
+    }
+}
+
+/// A stand-in `DxgkDdiInterruptRoutine`, as safe code; [`isr`] is what goes in the slot.
+pub trait IsrStandIn: 'static {
+    /// The ISR's work.
+    fn run(ctx: &DeviceContext, message_number: ULONG) -> BOOLEAN;
+}
+
+/// The slot entry of stand-in ISR `S`.
+///
+/// # Safety
+/// Called by the OS as `DxgkDdiInterruptRoutine`, with its own arguments.
+pub unsafe extern "system" fn isr<S: IsrStandIn>(ctx: PVOID, message_number: ULONG) -> BOOLEAN {
+    S::run(&DeviceContext(ctx), message_number)
+}
+
+/// A stand-in for a `(HANDLE, *mut Block) -> NTSTATUS` DDI ([`handle_mut`]).
+pub trait HandleMutStandIn: 'static {
+    /// The argument block.
+    type Block;
+    /// The DDI's work on the OS's handle and block.
+    fn run(handle: HANDLE, args: &mut Self::Block) -> NTSTATUS;
+}
+
+/// The slot entry of `S`; a NULL block is `STATUS_INVALID_PARAMETER` (the OS never passes one).
+///
+/// # Safety
+/// Called by the OS as the DDI, with its own handle and block.
+pub unsafe extern "system" fn handle_mut<S: HandleMutStandIn>(
+    handle: HANDLE,
+    args: *mut S::Block,
+) -> NTSTATUS {
+    // SAFETY: null or the OS's block for the call.
+    match unsafe { block(args) } {
+        Some(args) => S::run(handle, args),
+        None => STATUS_INVALID_PARAMETER,
+    }
+}
+
+/// A stand-in for a `(HANDLE, *const Block) -> NTSTATUS` DDI ([`handle_ref`]).
+pub trait HandleRefStandIn: 'static {
+    /// The argument block.
+    type Block;
+    /// The DDI's work on the OS's handle and block.
+    fn run(handle: HANDLE, args: &Self::Block) -> NTSTATUS;
+}
+
+/// The slot entry of `S`; a NULL block is `STATUS_INVALID_PARAMETER` (the OS never passes one).
+///
+/// # Safety
+/// Called by the OS as the DDI, with its own handle and block.
+pub unsafe extern "system" fn handle_ref<S: HandleRefStandIn>(
+    handle: HANDLE,
+    args: *const S::Block,
+) -> NTSTATUS {
+    // SAFETY: null or the OS's block for the call.
+    match unsafe { args.as_ref() } {
+        Some(args) => S::run(handle, args),
+        None => STATUS_INVALID_PARAMETER,
+    }
+}
+
+/// A stand-in for a `(*const Block) -> NTSTATUS` DDI ([`block_ref`]).
+pub trait RefStandIn: 'static {
+    /// The argument block.
+    type Block;
+    /// The DDI's work on the OS's block.
+    fn run(args: &Self::Block) -> NTSTATUS;
+}
+
+/// The slot entry of `S`; a NULL block is `STATUS_INVALID_PARAMETER` (the OS never passes one).
+///
+/// # Safety
+/// Called by the OS as the DDI, with its own block.
+pub unsafe extern "system" fn block_ref<S: RefStandIn>(args: *const S::Block) -> NTSTATUS {
+    // SAFETY: null or the OS's block for the call.
+    match unsafe { args.as_ref() } {
+        Some(args) => S::run(args),
+        None => STATUS_INVALID_PARAMETER,
+    }
+}
+
+/// A stand-in for a `(HANDLE, UINT, *mut Block) -> NTSTATUS` DDI ([`handle_index_mut`]).
+pub trait HandleIndexMutStandIn: 'static {
+    /// The argument block.
+    type Block;
+    /// The DDI's work on the OS's handle, index and block.
+    fn run(handle: HANDLE, index: UINT, args: &mut Self::Block) -> NTSTATUS;
+}
+
+/// The slot entry of `S`; a NULL block is `STATUS_INVALID_PARAMETER` (the OS never passes one).
+///
+/// # Safety
+/// Called by the OS as the DDI, with its own handle, index and block.
+pub unsafe extern "system" fn handle_index_mut<S: HandleIndexMutStandIn>(
+    handle: HANDLE,
+    index: UINT,
+    args: *mut S::Block,
+) -> NTSTATUS {
+    // SAFETY: null or the OS's block for the call.
+    match unsafe { block(args) } {
+        Some(args) => S::run(handle, index, args),
+        None => STATUS_INVALID_PARAMETER,
+    }
+}
+
+/// Arrays and buffers the OS's argument blocks point to, as a stand-in sees them. Each
+/// reader takes the block by reference only, so it reads what the OS built for the call.
+pub mod blocks {
+    use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
+    use rvgpu_ddi::allocation::{DXGKARG_CREATEALLOCATION, DXGK_ALLOCATIONINFO};
+    use rvgpu_ddi::fence::DXGKARG_UPDATEMONITOREDVALUES;
+    use rvgpu_ddi::HANDLE;
+
+    /// The allocation infos of a `DxgkDdiCreateAllocation` block (`NumAllocations` of them).
+    pub fn allocation_infos(args: &mut DXGKARG_CREATEALLOCATION) -> &mut [DXGK_ALLOCATIONINFO] {
+        if args.pAllocationInfo.is_null() {
+            return &mut [];
+        }
+        // SAFETY: the OS's array of `NumAllocations` infos for the call, writable by the
+        // driver, borrowed with the block.
+        unsafe {
+            std::slice::from_raw_parts_mut(args.pAllocationInfo, args.NumAllocations as usize)
+        }
+    }
+
+    /// The output buffer of a `DxgkDdiQueryAdapterInfo` block as a `T`, when it is non-null,
+    /// at least that large and aligned for it.
+    pub fn adapter_info_output<T>(args: &DXGKARG_QUERYADAPTERINFO) -> Option<&mut T> {
+        let p = args.pOutputData.cast::<T>();
+        let fits = (args.OutputDataSize as usize) >= std::mem::size_of::<T>();
+        if p.is_null() || !fits || !p.is_aligned() {
+            return None;
+        }
+        // SAFETY: the OS's output buffer for the call (the driver writes its answer there), of
+        // `OutputDataSize` bytes (checked to hold a `T`), aligned.
+        Some(unsafe { &mut *p })
+    }
+
+    /// The (handle, value) pairs of a `DxgkDdiUpdateMonitoredValues` block.
+    pub fn monitored_values(args: &DXGKARG_UPDATEMONITOREDVALUES) -> Vec<(usize, u64)> {
+        let n = args.NumFences as usize;
+        if n == 0 || args.NativeFenceArray.is_null() || args.UpdatedValueArray.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: the OS's arrays of `NumFences` entries each, alive for the call.
+        let (handles, values): (&[HANDLE], &[u64]) = unsafe {
+            (
+                std::slice::from_raw_parts(args.NativeFenceArray, n),
+                std::slice::from_raw_parts(args.UpdatedValueArray, n),
+            )
+        };
+        handles
+            .iter()
+            .zip(values)
+            .map(|(h, v)| (*h as usize, *v))
+            .collect()
+    }
+}
+
+/// The callback table the OS gave an adapter, as a driver stand-in calls it.
+pub struct Callbacks(DXGKRNL_INTERFACE);
+
+impl Callbacks {
+    /// The table of the adapter whose `MiniportDeviceContext` is `ctx`.
+    pub fn for_context(ctx: PVOID) -> Option<Self> {
+        crate::adapter::AdapterShared::from_context(ctx)
+            .and_then(|a| lock(&a.interface).map(|t| Callbacks(t.0)))
+    }
+
+    /// `DxgkCbNotifyInterrupt` with `data`. A native-fence report goes with the handles it
+    /// lists (`fences`, its array and count); other reports name no memory and `fences` is
+    /// not looked at.
+    pub fn notify_interrupt(&self, data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA, fences: &mut [HANDLE]) {
+        let Some(notify) = self.0.DxgkCbNotifyInterrupt else {
+            return;
+        };
+        let mut data = *data;
+        if data.InterruptType == DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED {
+            let mut d = data.Anonymous.native_fence_signaled();
+            d.SignaledNativeFenceCount = fences.len() as u32;
+            d.pSignaledNativeFenceArray = if fences.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                fences.as_mut_ptr()
+            };
+            data.Anonymous.NativeFenceSignaled = d;
+        }
+        // SAFETY: the simulation's own callback (this table is the one it handed out) with its
+        // own handle and a report whose only pointer is `fences`, alive for the call.
+        unsafe { notify(self.0.DeviceHandle, &data) }
+    }
+
+    /// `DxgkCbQueueDpc`.
+    pub fn queue_dpc(&self) -> BOOLEAN {
+        // SAFETY: the simulation's own callback with its own handle.
+        self.0
+            .DxgkCbQueueDpc
+            .map_or(0, |f| unsafe { f(self.0.DeviceHandle) })
+    }
+
+    /// `DxgkCbGetDeviceInformation` into a fresh structure.
+    pub fn get_device_information(&self) -> NTSTATUS {
+        let mut info = rvgpu_ddi::adapter::DXGK_DEVICE_INFO::default();
+        // SAFETY: the simulation's own callback with its own handle and a valid out-structure.
+        self.0
+            .DxgkCbGetDeviceInformation
+            .map_or(STATUS_NOT_IMPLEMENTED, |f| unsafe {
+                f(self.0.DeviceHandle, &mut info)
+            })
+    }
+
+    /// `DxgkCbSynchronizeExecution` running `routine` under the interrupt lock; the status and
+    /// the routine's answer.
+    pub fn synchronize(&self, routine: &mut dyn FnMut() -> BOOLEAN) -> (NTSTATUS, BOOLEAN) {
+        unsafe extern "system" fn trampoline(ctx: PVOID) -> BOOLEAN {
+            // SAFETY: `ctx` is the `&mut dyn FnMut` below, alive for the synchronous call.
+            let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut() -> BOOLEAN>() };
+            f()
+        }
+        let Some(sync) = self.0.DxgkCbSynchronizeExecution else {
+            return (STATUS_NOT_IMPLEMENTED, 0);
+        };
+        let mut routine = routine;
+        let mut ret: BOOLEAN = 0;
+        // SAFETY: the simulation's own callback with its own handle; the routine's context is
+        // `routine`, alive for the synchronous call.
+        let status = unsafe {
+            sync(
+                self.0.DeviceHandle,
+                Some(trampoline),
+                std::ptr::from_mut(&mut routine).cast(),
+                0,
+                &mut ret,
+            )
+        };
+        (status, ret)
+    }
+}
+
+/// Runs the driver's own DPC routine (what [`driver_isr`] is for the ISR).
+///
+/// # Safety
+/// Called from a `DxgkDdiDpcRoutine` stand-in with the argument the OS passed it.
+pub unsafe fn driver_dpc(ctx: PVOID) {
+    if let Some(f) = crate::adapter::load::DRIVER_DPC.get() {
+        // SAFETY: the driver's DPC with the OS's own argument, at DISPATCH_LEVEL.
+        unsafe { f(ctx) }
+    }
+}
+
+/// Runs the driver's own ISR. A stand-in ISR calls it first so the device is still serviced:
+/// the GPU interrupts from adapter start on (VidMm pages the paging process's tables in through
+/// the GPU), long before the step a test is about. Returns whether the driver claimed it.
+///
+/// # Safety
+/// Called from a `DxgkDdiInterruptRoutine` stand-in with the arguments the OS passed it.
+pub unsafe fn driver_isr(ctx: PVOID, message_number: ULONG) -> BOOLEAN {
+    match crate::adapter::load::DRIVER_ISR.get() {
+        // SAFETY: the driver's ISR with the OS's own arguments, at the IRQL the OS called us.
+        Some(f) => unsafe { f(ctx, message_number) },
+        None => 0,
+    }
+}
+
+/// Calls `DxgkCbAllocateContiguousMemory` as a driver would; returns (status, handle, memory).
+///
+/// # Safety
+/// `iface` must be a table the simulation handed out.
+pub unsafe fn allocate_contiguous(
+    iface: &DXGKRNL_INTERFACE,
+    bytes: usize,
+) -> (NTSTATUS, HANDLE, PVOID) {
+    let Some(f) = iface.DxgkCbAllocateContiguousMemory else {
+        return (
+            STATUS_NOT_IMPLEMENTED,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        );
+    };
+    let mut args = DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
+        NumberOfBytes: bytes,
+        LowestAcceptableAddress: LARGE_INTEGER::from_i64(0),
+        HighestAcceptableAddress: LARGE_INTEGER::from_i64(-1),
+        BoundaryAddressMultiple: LARGE_INTEGER::from_i64(0),
+        CacheType: MmCached,
+        hMemoryHandle: std::ptr::null_mut(),
+        pMemory: std::ptr::null_mut(),
+    };
+    // SAFETY: the OS's callback with its handle and a valid argument block.
+    let s = unsafe { f(iface.DeviceHandle, &mut args) };
+    (s, args.hMemoryHandle, args.pMemory)
+}
+
+/// Calls `DxgkCbFreeContiguousMemory` as a driver would.
+///
+/// # Safety
+/// `iface` must be a table the simulation handed out.
+pub unsafe fn free_contiguous(
+    iface: &DXGKRNL_INTERFACE,
+    handle: HANDLE,
+    memory: PVOID,
+) -> NTSTATUS {
+    let Some(f) = iface.DxgkCbFreeContiguousMemory else {
+        return STATUS_NOT_IMPLEMENTED;
+    };
+    let _ = memory;
+    let args = DXGKARGCB_FREECONTIGUOUSMEMORY {
+        hMemoryHandle: handle,
+    };
+    // SAFETY: the OS's callback with its handle and a valid argument block.
+    unsafe { f(iface.DeviceHandle, &args) }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    use rvgpu_hw::mmio::MmioBus;
+    use rvgpu_kmd::platform::Platform;
+
+    use crate::adapter::kernel::{self, SimKernel};
+    use crate::adapter::state::MachineState;
+
+    struct Regs(AtomicU32);
+    impl MmioBus for Regs {
+        fn read32(&self, _offset: usize) -> u32 {
+            self.0.load(Ordering::SeqCst)
+        }
+        fn write32(&self, _offset: usize, value: u32) {
+            self.0.store(value, Ordering::SeqCst);
+        }
+        fn read64(&self, _offset: usize) -> u64 {
+            0
+        }
+        fn write64(&self, _offset: usize, _value: u64) {}
+    }
+
+    #[test]
+    fn trap_window_reaches_the_bus_and_unmapped_access_bugchecks() {
+        let state = Arc::new(MachineState::new());
+        let _ctx = crate::adapter::context::MachineContext::enter(state.clone());
+        let bus: Arc<dyn MmioBus + Send + Sync> = Arc::new(Regs(AtomicU32::new(0)));
+        let base = kernel::map_trap_window(&bus, 0x100);
+        // SAFETY: `base` is a live trap window of 0x100 bytes.
+        unsafe {
+            SimKernel::mmio_write32(base, 0x10, 77);
+            assert_eq!(SimKernel::mmio_read32(base, 0x10), 77);
+        }
+        assert!(state.fault().is_none());
+        assert!(kernel::unmap_window(base.as_ptr() as usize));
+        // SAFETY: the simulation catches the stale pointer before any dereference.
+        let v = unsafe { SimKernel::mmio_read32(base, 0x10) };
+        assert_eq!(v, u32::MAX);
+        assert_eq!(
+            state.bugcheck().map(|b| b.code),
+            Some(crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA)
+        );
+    }
+}
