@@ -380,6 +380,14 @@ c_type! {
 // Both arms are the same u32 word.
 union_debug!(DXGK_ALLOCATIONINFO_1 => FlagsWddm2);
 
+impl DXGK_ALLOCATIONINFO_1 {
+    /// The word under its WDDM 2.0 bit names.
+    pub fn flags_wddm2(&self) -> DXGK_ALLOCATIONINFOFLAGS_WDDM2_0 {
+        // SAFETY: both arms are one u32 word; any bit pattern is a value of either.
+        unsafe { self.FlagsWddm2 }
+    }
+}
+
 c_type! {
     /// `DXGK_ALLOCATIONINFO`: one allocation of a `DxgkDdiCreateAllocation` call (88 bytes on
     /// x64 at WDDM 3.0+, where `Flags2` fills what was tail padding).

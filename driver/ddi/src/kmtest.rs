@@ -122,6 +122,20 @@ c_type! {
     }
 }
 
+impl D3DDDI_TESTCOMMANDBUFFER_0 {
+    /// The COPY arm.
+    pub fn copy(&self) -> D3DDDI_TESTCOMMANDBUFFER_COPY {
+        // SAFETY: a `Copy` arm of integers, valid for any bits.
+        unsafe { self.Copy }
+    }
+
+    /// The FILL arm.
+    pub fn fill(&self) -> D3DDDI_TESTCOMMANDBUFFER_FILL {
+        // SAFETY: as `copy`.
+        unsafe { self.Fill }
+    }
+}
+
 impl D3DDDI_TESTCOMMANDBUFFER {
     /// A COPY command.
     pub fn copy(src: u64, dst: u64, bytes: u32) -> Self {
@@ -288,6 +302,57 @@ c_type! {
     }
 }
 
+impl D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER {
+    /// The escape at the start of `data` (the escape's private data); `None` when `data` is
+    /// shorter than the structure.
+    pub fn read_from(data: &[u8]) -> Option<Self> {
+        if data.len() < core::mem::size_of::<Self>() {
+            return None;
+        }
+        // SAFETY: `data` holds the structure's bytes, read unaligned; integers and a union of
+        // integer structs, so any bytes are a value of it.
+        Some(unsafe { data.as_ptr().cast::<Self>().read_unaligned() })
+    }
+
+    /// The escape's bytes, field by field (no padding or unused union bytes are copied: the
+    /// union is written as the arm `Operation` names, zero past it).
+    pub fn to_bytes(&self) -> [u8; core::mem::size_of::<Self>()] {
+        let mut b = [0u8; core::mem::size_of::<Self>()];
+        let mut put = |at: usize, v: &[u8]| {
+            if let Some(to) = b.get_mut(at..).and_then(|b| b.get_mut(..v.len())) {
+                to.copy_from_slice(v);
+            }
+        };
+        put(0, &self.EscapeType.to_le_bytes());
+        put(4, &self.hDevice.to_le_bytes());
+        put(8, &self.hContext.to_le_bytes());
+        put(12, &self.Flags.Value.to_le_bytes());
+        let c = &self.Command;
+        match c.Operation {
+            D3DDDI_TESTCOMMANDBUFFEROP_COPY => {
+                let a = c.Anonymous.copy();
+                put(16, &a.SrcAddress.to_le_bytes());
+                put(24, &a.DstAddress.to_le_bytes());
+                put(32, &a.NumBytes.to_le_bytes());
+            }
+            D3DDDI_TESTCOMMANDBUFFEROP_FILL => {
+                let a = c.Anonymous.fill();
+                put(16, &a.DstAddress.to_le_bytes());
+                put(24, &a.NumBytes.to_le_bytes());
+                put(28, &a.Pattern.to_le_bytes());
+            }
+            _ => {}
+        }
+        put(80, &c.Operation.to_le_bytes());
+        put(84, &c.Reserved1.to_le_bytes());
+        put(88, &self.pDmaBuffer.to_le_bytes());
+        put(96, &self.pDmaBufferPrivateData.to_le_bytes());
+        put(104, &self.DmaBufferSize.to_le_bytes());
+        put(108, &self.DmaBufferPrivateDataSize.to_le_bytes());
+        b
+    }
+}
+
 /// Largest DMA buffer the escape accepts ("limited to 4 KB", overview page; \[D\]
 /// `KnownEscapeBuildTestCommandBuffer`: `DmaBufferSize - 4 > 0xFFC` is refused).
 pub const TEST_DMA_BUFFER_MAX: u32 = 4096;
@@ -332,3 +397,66 @@ c_type! {
 ///
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_escape>
 pub type PDXGKDDI_ESCAPE = DDI_FN<*const DXGKARG_ESCAPE>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The escape's bytes put every field at its asserted offset: read back, they are the
+    /// fields written (a COPY and a FILL command, whose arms differ).
+    #[test]
+    fn kt_escape_bytes_round_trip_field_by_field() {
+        for command in [
+            D3DDDI_TESTCOMMANDBUFFER::copy(0x1000, 0x2000, 64),
+            D3DDDI_TESTCOMMANDBUFFER::fill(0x3000, 32, 0xABCD_EF01),
+        ] {
+            let esc = D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER {
+                EscapeType: D3DDDI_DRIVERESCAPETYPE_BUILDTESTCOMMANDBUFFER,
+                hDevice: 7,
+                hContext: 9,
+                Flags: D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS { Value: 1 },
+                Command: command,
+                pDmaBuffer: 0x1111_2222_3333,
+                pDmaBufferPrivateData: 0x4444_5555,
+                DmaBufferSize: 4096,
+                DmaBufferPrivateDataSize: 16,
+            };
+            let bytes = esc.to_bytes();
+            let back =
+                D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER::read_from(&bytes).expect("whole");
+            assert_eq!(
+                (
+                    back.EscapeType,
+                    back.hDevice,
+                    back.hContext,
+                    back.Flags.Value
+                ),
+                (esc.EscapeType, 7, 9, 1)
+            );
+            assert_eq!(
+                (back.pDmaBuffer, back.pDmaBufferPrivateData),
+                (esc.pDmaBuffer, esc.pDmaBufferPrivateData)
+            );
+            assert_eq!(
+                (back.DmaBufferSize, back.DmaBufferPrivateDataSize),
+                (4096, 16)
+            );
+            assert_eq!(back.Command.Operation, command.Operation);
+            let (a, b) = (back.Command.Anonymous, command.Anonymous);
+            if command.Operation == D3DDDI_TESTCOMMANDBUFFEROP_COPY {
+                let (a, b) = (a.copy(), b.copy());
+                assert_eq!(
+                    (a.SrcAddress, a.DstAddress, a.NumBytes),
+                    (b.SrcAddress, b.DstAddress, b.NumBytes)
+                );
+            } else {
+                let (a, b) = (a.fill(), b.fill());
+                assert_eq!(
+                    (a.DstAddress, a.NumBytes, a.Pattern),
+                    (b.DstAddress, b.NumBytes, b.Pattern)
+                );
+            }
+        }
+        assert!(D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER::read_from(&[0; 111]).is_none());
+    }
+}

@@ -324,6 +324,31 @@ const _: () = assert!(core::mem::align_of::<DXGKARG_BUILDPAGINGBUFFER_0>() == 8)
 
 union_debug!(DXGKARG_BUILDPAGINGBUFFER_0);
 
+/// Safe reads of the arms the simulated OS checks. Every arm is integers, handles, raw
+/// pointers and unions of those, so any bit pattern is a value of it: reading another arm than
+/// `Operation` selects gives a meaningless but valid value.
+macro_rules! paging_arm_readers {
+    ($($name:ident => $field:ident: $ty:ty;)*) => {
+        impl DXGKARG_BUILDPAGINGBUFFER_0 {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` arm.")]
+                pub fn $name(&self) -> $ty {
+                    // SAFETY: a `Copy` arm of plain data, valid for any bits.
+                    unsafe { self.$field }
+                }
+            )*
+        }
+    };
+}
+paging_arm_readers! {
+    transfer => Transfer: DXGKARG_BUILDPAGINGBUFFER_Transfer;
+    fill => Fill: DXGKARG_BUILDPAGINGBUFFER_Fill;
+    map_aperture_segment => MapApertureSegment: DXGKARG_BUILDPAGINGBUFFER_MapApertureSegment;
+    unmap_aperture_segment => UnmapApertureSegment: DXGKARG_BUILDPAGINGBUFFER_UnmapApertureSegment;
+    update_page_table => UpdatePageTable: DXGK_BUILDPAGINGBUFFER_UPDATEPAGETABLE;
+    flush_tlb => FlushTlb: DXGK_BUILDPAGINGBUFFER_FLUSHTLB;
+}
+
 c_type! {
     /// `DXGKARG_BUILDPAGINGBUFFER`: argument of `DxgkDdiBuildPagingBuffer` (320 bytes on x64).
     ///

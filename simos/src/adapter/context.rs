@@ -1,68 +1,14 @@
 //! The calling thread's current machine: whom a kernel service or callback called without (or
 //! with a bad) adapter handle bug-checks, and the faults of threads that have none.
 
-use std::cell::Cell;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use rvgpu_kmd::platform::Irql;
 
-use crate::adapter::state::MachineState;
+pub use crate::adapter::ddi::{current_machine, current_machine_halted, MachineContext};
 use crate::base::bugcheck::{self, kirql, BugCheck};
 use crate::base::lock::lock;
 use crate::base::processor::current_irql;
-
-thread_local! {
-    // The current machine as a raw `Arc` pointer (null: none) that owns one strong count: a
-    // plain pointer needs no destructor registration, which every DDI call's enter and leave
-    // would otherwise check. The count moves between the cell and the guards' `previous`, so
-    // every non-null pointer held by either keeps its machine alive, in whatever order guards
-    // drop.
-    static CURRENT: Cell<*const MachineState> = const { Cell::new(std::ptr::null()) };
-}
-
-/// Makes a machine the calling thread's current machine for the lifetime of the guard, so
-/// kernel services and callbacks called without (or with a bad) adapter handle know whom to
-/// bug-check.
-#[derive(Debug)]
-pub struct MachineContext {
-    /// The machine current before (null: none), with the strong count the cell held for it.
-    previous: *const MachineState,
-}
-
-impl MachineContext {
-    /// Enters `state`'s context.
-    #[inline]
-    pub fn enter(state: Arc<MachineState>) -> Self {
-        let previous = CURRENT.with(|c| c.replace(Arc::into_raw(state)));
-        Self { previous }
-    }
-}
-
-impl Drop for MachineContext {
-    #[inline]
-    fn drop(&mut self) {
-        let left = CURRENT.with(|c| c.replace(self.previous));
-        if !left.is_null() {
-            // SAFETY: a non-null pointer in the cell came from `Arc::into_raw` and carries one
-            // strong count, which the cell gave up by the replace above.
-            drop(unsafe { Arc::from_raw(left) });
-        }
-    }
-}
-
-/// The calling thread's current machine.
-pub fn current_machine() -> Option<Arc<MachineState>> {
-    let m = CURRENT.with(Cell::get);
-    if m.is_null() {
-        return None;
-    }
-    // SAFETY: the cell's pointer came from `Arc::into_raw` and its strong count is held while
-    // it is in the cell, so the machine is alive; the new count is the returned `Arc`'s.
-    unsafe {
-        Arc::increment_strong_count(m);
-        Some(Arc::from_raw(m))
-    }
-}
 
 /// Faults raised on threads that had no current machine (a test calling driver code directly).
 static ORPHAN_FAULTS: Mutex<Vec<BugCheck>> = Mutex::new(Vec::new());
@@ -98,16 +44,11 @@ pub fn orphan_bugchecks() -> Vec<BugCheck> {
     lock(&ORPHAN_FAULTS).clone()
 }
 
-/// Whether the calling thread's current machine has halted.
-pub fn current_machine_halted() -> bool {
-    let m = CURRENT.with(Cell::get);
-    // SAFETY: as in `current_machine`: the cell's strong count keeps the machine alive.
-    !m.is_null() && unsafe { (*m).is_halted() }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::state::MachineState;
+    use std::sync::Arc;
 
     /// DDI-02 (whom a bug check halts): the guards pass the current machine's strong count
     /// between the thread's cell and themselves: nested contexts restore the outer machine,

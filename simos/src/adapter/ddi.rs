@@ -27,8 +27,8 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Irql;
 
-use crate::adapter::context::MachineContext;
 use crate::adapter::irql::{self, Routine};
+use crate::adapter::observer::Observer;
 use crate::adapter::rules::Wrapper;
 pub(crate) use crate::adapter::slot::in_table;
 pub use crate::adapter::slot::{member_routine, Ddi};
@@ -160,19 +160,28 @@ pub fn passive<F: Copy, R>(
 /// An argument a DDI receives, as the hand-over audit sees it: a pointer to a block (the
 /// block's type and address), or a scalar (nothing to check).
 pub trait HandedArg {
-    /// The block's type and address; `None` for a scalar or a null pointer.
-    fn block(&self) -> Option<(std::any::TypeId, *const ())>;
+    /// Checks the block against the audit of DDI `ddi` (nothing for a scalar or a null
+    /// pointer).
+    ///
+    /// # Safety
+    ///
+    /// A pointer points to a live block of its type.
+    unsafe fn audit(&self, o: &Observer, ddi: &str);
 }
 
 impl<T: 'static> HandedArg for *const T {
-    fn block(&self) -> Option<(std::any::TypeId, *const ())> {
-        (!self.is_null()).then(|| (std::any::TypeId::of::<T>(), self.cast()))
+    unsafe fn audit(&self, o: &Observer, ddi: &str) {
+        // SAFETY: the caller's contract.
+        if let Some(b) = unsafe { self.as_ref() } {
+            o.handed_at(ddi, b);
+        }
     }
 }
 
 impl<T: 'static> HandedArg for *mut T {
-    fn block(&self) -> Option<(std::any::TypeId, *const ())> {
-        (!self.is_null()).then(|| (std::any::TypeId::of::<T>(), self.cast_const().cast()))
+    unsafe fn audit(&self, o: &Observer, ddi: &str) {
+        // SAFETY: the caller's contract.
+        unsafe { self.cast_const().audit(o, ddi) }
     }
 }
 
@@ -180,9 +189,7 @@ impl<T: 'static> HandedArg for *mut T {
 macro_rules! scalar_arg {
     ($($t:ty),*) => {$(
         impl HandedArg for $t {
-            fn block(&self) -> Option<(std::any::TypeId, *const ())> {
-                None
-            }
+            unsafe fn audit(&self, _: &Observer, _: &str) {}
         }
     )*};
 }
@@ -197,10 +204,8 @@ scalar_arg!(i32, u32, u64, usize);
 /// A pointer `arg` points to a live block of its type (the contract of the DDI call it
 /// precedes).
 unsafe fn audit_arg<F: Copy>(a: &AdapterShared, ddi: Ddi<F>, arg: &impl HandedArg) {
-    if let Some((ty, p)) = arg.block() {
-        // SAFETY: the caller's contract.
-        unsafe { a.observer().handed_at(ddi.routine().rules().name, ty, p) };
-    }
+    // SAFETY: the caller's contract.
+    unsafe { arg.audit(a.observer(), ddi.routine().rules().name) }
 }
 
 /// Calls `ddi(handle, arg)`, a DDI of the common `(HANDLE, A)` shape, at PASSIVE_LEVEL
@@ -341,8 +346,8 @@ pub trait Param: sealed::Param + Copy {
     type Safe<'a>;
     /// The value the prototype takes (the borrow as a pointer, for the call only).
     fn raw(s: Self::Safe<'_>) -> Self;
-    /// The block it names, for the hand-over audit: its type and address.
-    fn block(s: &Self::Safe<'_>) -> Option<(std::any::TypeId, *const ())>;
+    /// Checks the block it names against the audit of DDI `ddi` (nothing for a scalar).
+    fn audit(s: &Self::Safe<'_>, o: &Observer, ddi: &str);
 }
 
 impl<T: Block> sealed::Param for *mut T {}
@@ -352,9 +357,8 @@ impl<T: Block> Param for *mut T {
     fn raw(s: &mut T) -> Self {
         s
     }
-    #[inline(always)]
-    fn block(s: &&mut T) -> Option<(std::any::TypeId, *const ())> {
-        Some((std::any::TypeId::of::<T>(), (&**s as *const T).cast()))
+    fn audit(s: &&mut T, o: &Observer, ddi: &str) {
+        o.handed_at(ddi, &**s);
     }
 }
 
@@ -365,9 +369,8 @@ impl<T: Block> Param for *const T {
     fn raw(s: &T) -> Self {
         s
     }
-    #[inline(always)]
-    fn block(s: &&T) -> Option<(std::any::TypeId, *const ())> {
-        Some((std::any::TypeId::of::<T>(), (*s as *const T).cast()))
+    fn audit(s: &&T, o: &Observer, ddi: &str) {
+        o.handed_at(ddi, *s);
     }
 }
 
@@ -381,15 +384,20 @@ macro_rules! scalar_param {
             fn raw(s: $t) -> Self {
                 s
             }
-            #[inline(always)]
-            fn block(_: &$t) -> Option<(std::any::TypeId, *const ())> {
-                None
-            }
+            fn audit(_: &$t, _: &Observer, _: &str) {}
         }
     )*};
 }
 
-scalar_param!(*mut std::ffi::c_void, u8, i32, u32, u64, usize);
+scalar_param!(
+    *mut std::ffi::c_void,
+    *mut rvgpu_ddi::basic::DEVICE_OBJECT,
+    u8,
+    i32,
+    u32,
+    u64,
+    usize
+);
 
 /// A DDI prototype with a safe caller: `Args` is what a caller passes (one parameter as
 /// itself, several as a tuple).
@@ -398,8 +406,8 @@ pub trait Prototype: sealed::Prototype + Copy {
     type Args<'a>;
     /// What the DDI returns.
     type Ret;
-    /// Reports each block the arguments name (the hand-over audit).
-    fn blocks(args: &Self::Args<'_>, each: &mut dyn FnMut(std::any::TypeId, *const ()));
+    /// Checks each block the arguments name against the audit of DDI `ddi`.
+    fn audit(args: &Self::Args<'_>, o: &Observer, ddi: &str);
     /// Calls the pointer.
     ///
     /// # Safety
@@ -413,7 +421,7 @@ impl<R> sealed::Prototype for unsafe extern "system" fn() -> R {}
 impl<R> Prototype for unsafe extern "system" fn() -> R {
     type Args<'a> = ();
     type Ret = R;
-    fn blocks(_: &(), _: &mut dyn FnMut(std::any::TypeId, *const ())) {}
+    fn audit(_: &(), _: &Observer, _: &str) {}
     #[inline(always)]
     unsafe fn invoke(self, _: ()) -> R {
         // SAFETY: the caller's contract.
@@ -425,10 +433,8 @@ impl<R, A: Param> sealed::Prototype for unsafe extern "system" fn(A) -> R {}
 impl<R, A: Param> Prototype for unsafe extern "system" fn(A) -> R {
     type Args<'a> = A::Safe<'a>;
     type Ret = R;
-    fn blocks(args: &A::Safe<'_>, each: &mut dyn FnMut(std::any::TypeId, *const ())) {
-        if let Some((t, p)) = A::block(args) {
-            each(t, p);
-        }
+    fn audit(args: &A::Safe<'_>, o: &Observer, ddi: &str) {
+        A::audit(args, o, ddi);
     }
     #[inline(always)]
     unsafe fn invoke(self, args: A::Safe<'_>) -> R {
@@ -444,11 +450,9 @@ macro_rules! prototype {
         impl<R, $($p: Param),+> Prototype for unsafe extern "system" fn($($p),+) -> R {
             type Args<'a> = ($($p::Safe<'a>,)+);
             type Ret = R;
-            fn blocks(args: &Self::Args<'_>, each: &mut dyn FnMut(std::any::TypeId, *const ())) {
+            fn audit(args: &Self::Args<'_>, o: &Observer, ddi: &str) {
                 let ($($v,)+) = args;
-                $(if let Some((t, p)) = $p::block($v) {
-                    each(t, p);
-                })+
+                $($p::audit($v, o, ddi);)+
             }
             #[inline(always)]
             unsafe fn invoke(self, args: Self::Args<'_>) -> R {
@@ -478,6 +482,9 @@ impl<F: Copy> SlotType for Option<F> {
     type F = F;
 }
 
+/// The prototype of slot type `P` (e.g. `SlotFn<PDXGKDDI_DPC_ROUTINE>`).
+pub type SlotFn<P> = <P as SlotType>::F;
+
 /// The [`Ddi`] of slot type `P` (e.g. `Of<rvgpu_ddi::tdr::PDXGKDDI_RESETENGINE>`).
 pub type Of<P> = Ddi<<P as SlotType>::F>;
 
@@ -498,10 +505,7 @@ impl<F: Prototype> Ddi<F> {
     /// hand-over audit of the blocks it names.
     #[inline(always)]
     pub fn call(self, a: &AdapterShared, at: At, args: F::Args<'_>) -> Result<F::Ret, SimError> {
-        F::blocks(&args, &mut |ty, p| {
-            // SAFETY: `p` is a block borrowed in `args`, live and of the type `ty` names.
-            unsafe { a.observer().handed_at(self.routine().rules().name, ty, p) }
-        });
+        F::audit(&args, a.observer(), self.routine().rules().name);
         self.call_unaudited(a, at, args)
     }
 
@@ -543,6 +547,123 @@ impl<F: Prototype> Ddi<F> {
         // SAFETY: the module's contract, as in `call_unaudited`.
         unsafe { self.pointer().invoke(args) }
     }
+}
+
+/// A table of raw pointers (function pointers and the adapter handle) that the simulation
+/// shares between its threads. The pointers are process-global addresses, valid on any
+/// thread; nothing in the table is thread-affine.
+#[derive(Clone, Copy, Debug)]
+pub struct SendTable<T>(pub T);
+// SAFETY: see the type's documentation: plain addresses, no thread-affine state.
+unsafe impl<T> Send for SendTable<T> {}
+// SAFETY: as above; readers only copy the table.
+unsafe impl<T> Sync for SendTable<T> {}
+
+/// The registry path the OS hands `DriverEntry`: a `UNICODE_STRING` whose buffer points into
+/// the `Vec` beside it (boxed, so the string's address stays put).
+pub(crate) struct RegistryPath(pub(crate) rvgpu_ddi::basic::UNICODE_STRING, Vec<u16>);
+
+impl RegistryPath {
+    /// The path `path`.
+    pub(crate) fn new(path: &str) -> Box<Self> {
+        let path: Vec<u16> = path.encode_utf16().collect();
+        let bytes = u16::try_from(path.len() * 2).unwrap_or(u16::MAX);
+        let mut r = Box::new(Self(
+            rvgpu_ddi::basic::UNICODE_STRING {
+                Length: bytes,
+                MaximumLength: bytes,
+                Buffer: std::ptr::null_mut(),
+            },
+            path,
+        ));
+        r.0.Buffer = r.1.as_mut_ptr();
+        r
+    }
+}
+
+// SAFETY: the raw buffer pointer points into the owned, never-resized `Vec` of the same value
+// (moving the `Vec` keeps its heap buffer) and is only read (by DriverEntry); sharing or moving
+// the pair across threads is sound. This lets threads of a test share a `Machine`, whose other
+// state is already `Arc`/`Mutex`/atomics.
+unsafe impl Send for RegistryPath {}
+// SAFETY: as above.
+unsafe impl Sync for RegistryPath {}
+
+thread_local! {
+    // The current machine as a raw `Arc` pointer (null: none) that owns one strong count: a
+    // plain pointer needs no destructor registration, which every DDI call's enter and leave
+    // would otherwise check. The count moves between the cell and the guards' `previous`, so
+    // every non-null pointer held by either keeps its machine alive, in whatever order guards
+    // drop.
+    static CURRENT: Cell<*const MachineState> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Makes a machine the calling thread's current machine for the lifetime of the guard, so
+/// kernel services and callbacks called without (or with a bad) adapter handle know whom to
+/// bug-check.
+#[derive(Debug)]
+pub struct MachineContext {
+    /// The machine current before (null: none), with the strong count the cell held for it.
+    previous: *const MachineState,
+}
+
+impl MachineContext {
+    /// Enters `state`'s context.
+    #[inline]
+    pub fn enter(state: Arc<MachineState>) -> Self {
+        let previous = CURRENT.with(|c| c.replace(Arc::into_raw(state)));
+        Self { previous }
+    }
+}
+
+impl Drop for MachineContext {
+    #[inline]
+    fn drop(&mut self) {
+        let left = CURRENT.with(|c| c.replace(self.previous));
+        if !left.is_null() {
+            // SAFETY: a non-null pointer in the cell came from `Arc::into_raw` and carries one
+            // strong count, which the cell gave up by the replace above.
+            drop(unsafe { Arc::from_raw(left) });
+        }
+    }
+}
+
+/// The calling thread's current machine.
+pub fn current_machine() -> Option<Arc<MachineState>> {
+    let m = CURRENT.with(Cell::get);
+    if m.is_null() {
+        return None;
+    }
+    // SAFETY: the cell's pointer came from `Arc::into_raw` and its strong count is held while
+    // it is in the cell, so the machine is alive; the new count is the returned `Arc`'s.
+    unsafe {
+        Arc::increment_strong_count(m);
+        Some(Arc::from_raw(m))
+    }
+}
+
+/// Whether the calling thread's current machine has halted.
+pub fn current_machine_halted() -> bool {
+    let m = CURRENT.with(Cell::get);
+    // SAFETY: as in `current_machine`: the cell's strong count keeps the machine alive.
+    !m.is_null() && unsafe { (*m).is_halted() }
+}
+
+/// The simulated `DxgkInitialize` (the [`rvgpu::DxgkInitializeFn`] the machine passes to
+/// `rvgpu::driver_entry`): DriverEntry's call back with its table, which the loader copies
+/// here ([`crate::adapter::load::dxgk_initialize`] checks it).
+///
+/// # Safety
+/// `init_data` must be null or point to a valid `DRIVER_INITIALIZATION_DATA`.
+pub unsafe extern "system" fn sim_dxgk_initialize(
+    driver_object: *mut std::ffi::c_void,
+    registry_path: *const std::ffi::c_void,
+    init_data: *const DRIVER_INITIALIZATION_DATA,
+) -> NTSTATUS {
+    // SAFETY: null or a valid table (the caller's contract); copied, as Dxgkrnl copies the
+    // table from DriverEntry's stack.
+    let table = unsafe { init_data.as_ref() }.copied();
+    crate::adapter::load::dxgk_initialize(!driver_object.is_null(), !registry_path.is_null(), table)
 }
 
 /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a
@@ -835,6 +956,83 @@ mod tests {
         let inner = nested.source().and_then(|c| c.downcast_ref::<SimError>());
         assert_eq!(inner, Some(&e));
         assert_eq!(nested.status(), None, "the status is the inner error's");
+    }
+
+    /// The simulated OS's files outside `pe/` (the loaded image's x86-64 emulation) that may
+    /// hold `unsafe`: the two FFI files, one per direction, and the hardware mapping. The others
+    /// are start-up and thunk files not yet on the safe callers; none may join.
+    const UNSAFE_FILES: &[&str] = &[
+        "adapter/ddi.rs",
+        "dxgkrnl/callbacks/ffi.rs",
+        "hal/pci.rs",
+        // Still to move onto the safe callers or behind a safe helper.
+        "adapter/bringup/load.rs",
+        "adapter/featuredb.rs",
+        "dxgkrnl/features.rs",
+        "dxgkrnl/power.rs",
+        "etw/mod.rs",
+        "kmt/escape.rs",
+        "pnp.rs",
+        "ums/start.rs",
+        "vidmm/init.rs",
+    ];
+
+    /// Whether a line of Rust holds the keyword `unsafe` outside a `//` comment.
+    fn has_unsafe(line: &str) -> bool {
+        let code = line.split("//").next().unwrap_or("");
+        code.match_indices("unsafe").any(|(i, _)| {
+            let word = |c: char| c.is_alphanumeric() || c == '_';
+            let before = code[..i].chars().next_back().is_none_or(|c| !word(c));
+            let after = code[i + "unsafe".len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| !word(c));
+            before && after
+        })
+    }
+
+    /// DDI-01: the OS calls the driver's table through the typed callers here, so `unsafe`
+    /// stays in the files of [`UNSAFE_FILES`]: a call site, a union read or a raw pointer
+    /// elsewhere in the simulated OS fails this test.
+    #[test]
+    fn ddi_01_unsafe_stays_in_the_listed_ffi_files() {
+        assert!(has_unsafe("    unsafe { f() }") && has_unsafe("pub unsafe fn f()"));
+        assert!(!has_unsafe("#![deny(unsafe_code)]") && !has_unsafe("x // unsafe"));
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut dirs = vec![src.clone()];
+        let mut found = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            for e in std::fs::read_dir(&dir).expect("read_dir").flatten() {
+                let p = e.path();
+                let rel = p
+                    .strip_prefix(&src)
+                    .expect("under src")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                if p.is_dir() {
+                    if rel != "pe" {
+                        dirs.push(p);
+                    }
+                } else if rel.ends_with(".rs")
+                    && std::fs::read_to_string(&p)
+                        .expect("read")
+                        .lines()
+                        .any(has_unsafe)
+                {
+                    found.push(rel);
+                }
+            }
+        }
+        found.sort();
+        let joined: Vec<&String> = found
+            .iter()
+            .filter(|f| !UNSAFE_FILES.contains(&f.as_str()))
+            .collect();
+        assert!(
+            joined.is_empty(),
+            "files with unsafe outside the list: {joined:?}"
+        );
+        assert!(found.len() > 1, "{found:?}");
     }
 
     unsafe extern "system" fn support(_: HANDLE, _: *mut DXGKARG_QUERYFEATURESUPPORT) -> NTSTATUS {

@@ -5,15 +5,16 @@
 //! through [`super::ddi`].
 
 use std::cell::RefCell;
-use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
 
-use rvgpu_ddi::basic::{BOOLEAN, PVOID, ULONG};
-use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+use rvgpu_ddi::init::{
+    DRIVER_INITIALIZATION_DATA, PDXGKDDI_DPC_ROUTINE, PDXGKDDI_INTERRUPT_ROUTINE,
+};
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Level;
 
+use crate::adapter::ddi::SlotFn;
 use crate::adapter::state::MachineState;
 use crate::adapter::DriverTable;
 
@@ -75,15 +76,14 @@ pub fn with_loading<R>(
     r
 }
 
-/// The simulated `DxgkInitialize` (the [`rvgpu::DxgkInitializeFn`] the machine passes to
-/// `rvgpu::driver_entry`).
-///
-/// # Safety
-/// `init_data` must be null or point to a valid `DRIVER_INITIALIZATION_DATA`.
-pub unsafe extern "system" fn sim_dxgk_initialize(
-    driver_object: *mut c_void,
-    registry_path: *const c_void,
-    init_data: *const DRIVER_INITIALIZATION_DATA,
+pub use crate::adapter::ddi::sim_dxgk_initialize;
+
+/// The simulated `DxgkInitialize` behind [`sim_dxgk_initialize`]: whether the driver object
+/// and the registry path were non-null, and a copy of the table (`None`: a NULL pointer).
+pub(crate) fn dxgk_initialize(
+    driver_object: bool,
+    registry_path: bool,
+    init_data: Option<DRIVER_INITIALIZATION_DATA>,
 ) -> NTSTATUS {
     let Some(loading) = LOADING.with(|l| l.borrow_mut().take()) else {
         eprintln!("rvgpu-simos: DxgkInitialize called outside Machine::load_driver");
@@ -94,12 +94,10 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
             .state
             .push_log(Level::Error, format!("DxgkInitialize: {m}"))
     };
-    if driver_object.is_null() || registry_path.is_null() || init_data.is_null() {
+    let (true, true, Some(mut table)) = (driver_object, registry_path, init_data) else {
         log("null argument".into());
         return STATUS_INVALID_PARAMETER;
-    }
-    // SAFETY: non-null, and the caller guarantees it points to a valid table.
-    let mut table = unsafe { init_data.read() };
+    };
     // A test standing in for a driver built differently (another interface version, say):
     // the edit is to the table DriverEntry passes, before Dxgkrnl looks at it.
     if let Some(edit) = loading.as_built {
@@ -126,11 +124,10 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
 
 /// The driver's own ISR as DriverEntry registered it, recorded by the loader before a test's
 /// hook replaces the slot (one driver per test process, so one function for every machine).
-pub(crate) static DRIVER_ISR: OnceLock<unsafe extern "system" fn(PVOID, ULONG) -> BOOLEAN> =
-    OnceLock::new();
+pub(crate) static DRIVER_ISR: OnceLock<SlotFn<PDXGKDDI_INTERRUPT_ROUTINE>> = OnceLock::new();
 
 /// The driver's own DPC routine, recorded as [`DRIVER_ISR`] is.
-pub(crate) static DRIVER_DPC: OnceLock<unsafe extern "system" fn(PVOID)> = OnceLock::new();
+pub(crate) static DRIVER_DPC: OnceLock<SlotFn<PDXGKDDI_DPC_ROUTINE>> = OnceLock::new();
 
 /// Called by the loader with the table DriverEntry registered, before any test hook (the
 /// stand-ins in `crate::testing` call the recorded routines).

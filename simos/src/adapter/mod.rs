@@ -97,15 +97,7 @@ pub enum Life {
     Stopped,
 }
 
-/// A table of raw pointers (function pointers and the adapter handle) that the simulation
-/// shares between its threads. The pointers are process-global addresses, valid on any
-/// thread; nothing in the table is thread-affine.
-#[derive(Clone, Copy, Debug)]
-pub struct SendTable<T>(pub T);
-// SAFETY: see the type's documentation: plain addresses, no thread-affine state.
-unsafe impl<T> Send for SendTable<T> {}
-// SAFETY: as above; readers only copy the table.
-unsafe impl<T> Sync for SendTable<T> {}
+pub use crate::adapter::ddi::SendTable;
 
 /// Per-adapter OS state. Shared between the machine, the interrupt/DPC threads and the
 /// callbacks.

@@ -143,26 +143,17 @@ impl Observer {
         lock(&self.handover).checked(ddi, b);
     }
 
-    /// Checks the argument block at `p` (of type `ty`), about to be handed to DDI `ddi` (its
-    /// catalog name), against every row set of `ddi` in the audit
-    /// ([`rvgpu_ddi::handover::AUDIT`]) that reads a block of that type and applies to this
-    /// one, as [`Observer::handed`] does for one set. The one check for the DDIs the OS calls
-    /// through `ddi::passive_with` and `ddi::call_arg`: no call site names the set.
-    ///
-    /// # Safety
-    ///
-    /// `p` points to a live, initialised value of the type `ty` names.
-    pub(crate) unsafe fn handed_at(&self, ddi: &str, ty: std::any::TypeId, p: *const ()) {
+    /// Checks argument block `b`, about to be handed to DDI `ddi` (its catalog name), against
+    /// every row set of `ddi` in the audit ([`rvgpu_ddi::handover::AUDIT`]) that reads a block
+    /// of that type and applies to this one, as [`Observer::handed`] does for one set. The one
+    /// check for the DDIs the OS calls through the audited callers (`Ddi::call`): no call site
+    /// names the set.
+    pub(crate) fn handed_at<T: 'static>(&self, ddi: &str, b: &T) {
         for set in rvgpu_ddi::handover::sets_of(ddi) {
-            if set.arg_type() != ty {
-                continue;
-            }
             let mut filled = Vec::new();
-            // SAFETY: the caller's contract; the set reads the type it was matched on.
-            let applied = unsafe { set.check(p, &mut |f| filled.push(f)) };
-            if applied {
+            if set.check_block(b, &mut |f| filled.push(f)) {
                 let mut h = lock(&self.handover);
-                let key = (set.name(), p as usize);
+                let key = (set.name(), b as *const T as usize);
                 if let Some(i) = h.at_call_site.iter().rposition(|k| *k == key) {
                     // The call site checked this block against this set already.
                     h.at_call_site.remove(i);
@@ -380,17 +371,9 @@ impl BusLedger {
 mod tests {
     use super::*;
     use rvgpu_ddi::fence::DXGKARG_SETNATIVEFENCELOGBUFFER;
-    use std::any::TypeId;
 
     fn hand(o: &Observer, b: &DXGKARG_SETNATIVEFENCELOGBUFFER) {
-        // SAFETY: `b` is a live block of the type named.
-        unsafe {
-            o.handed_at(
-                "DxgkDdiSetNativeFenceLogBuffer",
-                TypeId::of::<DXGKARG_SETNATIVEFENCELOGBUFFER>(),
-                (b as *const DXGKARG_SETNATIVEFENCELOGBUFFER).cast(),
-            )
-        };
+        o.handed_at("DxgkDdiSetNativeFenceLogBuffer", b);
     }
 
     /// DDI-01: the central check holds a block to the set of its kind: a log buffer given a
@@ -473,19 +456,8 @@ mod tests {
     fn ddi_01_only_the_sets_of_the_ddi_and_the_block_type_apply() {
         let o = Observer::default();
         let x = 7u64;
-        // SAFETY: `x` is a live u64, the type named.
-        unsafe {
-            o.handed_at(
-                "DxgkDdiSetNativeFenceLogBuffer",
-                TypeId::of::<u64>(),
-                (&x as *const u64).cast(),
-            );
-            o.handed_at(
-                "DxgkDdiNoSuchThing",
-                TypeId::of::<u64>(),
-                (&x as *const u64).cast(),
-            );
-        }
+        o.handed_at("DxgkDdiSetNativeFenceLogBuffer", &x);
+        o.handed_at("DxgkDdiNoSuchThing", &x);
         assert_eq!(o.handed_blocks("DxgkDdiSetNativeFenceLogBuffer"), 0);
         assert!(o.handed_filled_zero().is_empty());
     }

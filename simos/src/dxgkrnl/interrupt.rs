@@ -184,10 +184,8 @@ fn run_isr(a: &AdapterShared) -> Option<IsrRun> {
     // A PCI function (the guest test): the ISR's own register reads, reported by the harness.
     #[cfg(target_os = "linux")]
     let thread_reads = a.emulated.is_none().then(crate::hal::pci::thread_reads);
-    // SAFETY: `isr` is the driver's DxgkDdiInterruptRoutine from its validated table; `ctx`
-    // is the MiniportDeviceContext its AddDevice returned; we hold the interrupt lock at
-    // device IRQL, as Windows calls an ISR.
-    let claimed = unsafe { (isr.pointer())(ctx, 0) != 0 };
+    // Under the interrupt lock at device IRQL, as Windows calls an ISR.
+    let claimed = isr.call_bare((ctx, 0)) != 0;
     let after = a.device.bus_counts();
     #[cfg(target_os = "linux")]
     if let Some(before) = thread_reads {
@@ -307,9 +305,8 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     }
     a.observer().dpc_called();
     let before = a.device.bus_counts();
-    // SAFETY: the driver's DxgkDdiDpcRoutine from its validated table, with its context, at
-    // DISPATCH_LEVEL, one DPC at a time per adapter (under the DPC gate).
-    unsafe { (dpc.pointer())(ctx) };
+    // At DISPATCH_LEVEL, one DPC at a time per adapter (under the DPC gate).
+    dpc.call_bare(ctx);
     a.observer()
         .charge_bus(dpc.routine(), before, a.device.bus_counts());
     if let Err(b) = check_return_irql(

@@ -87,9 +87,7 @@ pub(crate) fn query_interface(
         Interface: (&raw mut out).cast(),
     };
     let ctx = iface.Context;
-    // SAFETY: the driver's function with its interface context and a block naming an
-    // 8-byte interface buffer that outlives the call.
-    let st = unsafe { ddi::passive_with(a, query, ctx, &mut args) }?;
+    let st = query.passive(a, (ctx, &mut args))?;
     if !NT_SUCCESS(st) || args.InterfaceSize < size || out.pfnBuildTestCommandBuffer.is_none() {
         a.observer().triage(format!(
             "kernel-mode testing interface: status {st:#x}, size {}: not usable",
@@ -147,14 +145,7 @@ pub fn escape_data(
         DmaBufferSize: u32::try_from(dma.len()).unwrap_or(u32::MAX),
         DmaBufferPrivateDataSize: u32::try_from(private.len()).unwrap_or(u32::MAX),
     };
-    let mut out = [0u8; ESCAPE_SIZE];
-    // SAFETY: `out` is exactly the structure's size; plain data, written unaligned.
-    unsafe {
-        out.as_mut_ptr()
-            .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
-            .write_unaligned(esc)
-    };
-    out
+    esc.to_bytes()
 }
 
 /// The `DmaBufferSize` and `DmaBufferPrivateDataSize` of escape data (what the OS wrote back).
@@ -219,15 +210,8 @@ pub fn build_test_command_buffer(
         return Ok(STATUS_INVALID_PARAMETER);
     }
     // KT-4.
-    if data.len() < ESCAPE_SIZE {
+    let Some(mut esc) = D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER::read_from(data) else {
         return Ok(STATUS_INVALID_PARAMETER);
-    }
-    // SAFETY: `data` holds at least the escape's bytes; it is plain data (integers and a
-    // union of integer structs), read unaligned.
-    let mut esc = unsafe {
-        data.as_ptr()
-            .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
-            .read_unaligned()
     };
     // KT-5.
     let op = esc.Command.Operation;
@@ -270,9 +254,7 @@ pub fn build_test_command_buffer(
         },
     };
     let ctx = a.context();
-    // SAFETY: the driver's function with its adapter context and an argument block
-    // whose buffers (of the sizes it names) outlive the call.
-    let st = unsafe { ddi::passive_with(a, build, ctx, &mut args) }?;
+    let st = build.passive(a, (ctx, &mut args))?;
     crate::adapter::bringup::triage_status(a, build.routine(), st);
     if !NT_SUCCESS(st) {
         return Ok(st);
@@ -305,13 +287,12 @@ pub fn build_test_command_buffer(
     ) {
         return Ok(st);
     }
+    // The two sizes are what the escape hands back; the rest of `data` stays the caller's.
     esc.DmaBufferSize = args.DmaBufferSize;
     esc.DmaBufferPrivateDataSize = args.DmaBufferPrivateDataSize;
-    // SAFETY: as the read above; the write stays inside `data` (checked length).
-    unsafe {
-        data.as_mut_ptr()
-            .cast::<D3DDDI_DRIVERESCAPE_BUILDTESTCOMMANDBUFFER>()
-            .write_unaligned(esc)
-    };
+    let back = esc.to_bytes();
+    if let (Some(to), Some(from)) = (data.get_mut(104..112), back.get(104..112)) {
+        to.copy_from_slice(from);
+    }
     Ok(STATUS_SUCCESS)
 }

@@ -34,12 +34,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_device::{Device, DeviceConfig, Memory};
 use rvgpu_kmd::platform::Irql;
 
+use crate::adapter::ddi::RegistryPath;
 use crate::adapter::kernel::{self};
 use crate::adapter::state::{LogLine, MachineState};
 use crate::adapter::waiter::{Round, Waiter};
@@ -88,17 +88,6 @@ impl Drop for AdapterPermits {
         LIVE_ADAPTERS_CV.notify_all();
     }
 }
-
-/// The driver's registry path: a `UNICODE_STRING` whose buffer points into the `Vec` beside it.
-pub(crate) struct RegistryPath(pub(crate) UNICODE_STRING, Vec<u16>);
-
-// SAFETY: the raw buffer pointer points into the owned, never-resized `Vec` of the same value
-// and is only read (by DriverEntry); sharing or moving the pair across threads is sound. This
-// lets threads of a test share a `Machine` (`&Machine` from several threads: concurrent CPU
-// waits), whose other state is already `Arc`/`Mutex`/atomics.
-unsafe impl Send for RegistryPath {}
-// SAFETY: as above.
-unsafe impl Sync for RegistryPath {}
 
 /// A simulated machine. Dropping it stops its threads and devices.
 pub struct Machine {
@@ -263,19 +252,8 @@ impl Machine {
                 }
             }
         }
-        let path: Vec<u16> = "\\Registry\\Machine\\System\\CurrentControlSet\\Services\\rvgpu"
-            .encode_utf16()
-            .collect();
-        let bytes = u16::try_from(path.len() * 2).unwrap_or(u16::MAX);
-        let mut registry_path = Box::new(RegistryPath(
-            UNICODE_STRING {
-                Length: bytes,
-                MaximumLength: bytes,
-                Buffer: std::ptr::null_mut(),
-            },
-            path,
-        ));
-        registry_path.0.Buffer = registry_path.1.as_mut_ptr();
+        let registry_path =
+            RegistryPath::new("\\Registry\\Machine\\System\\CurrentControlSet\\Services\\rvgpu");
         Ok(Self {
             state,
             config,

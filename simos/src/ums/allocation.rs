@@ -322,9 +322,7 @@ fn describe(
     a.observer()
         .handed(&rvgpu_ddi::handover::ALLOCATION_INFO, &info);
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a valid argument block whose
-    // one info and private data outlive the call.
-    let st = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
+    let st = f.passive(a, (ctx, &mut args))?;
     ddi::check_status(f, st)?;
     let kmd = info.hAllocation as usize;
     if kmd == 0 || info.Size == 0 {
@@ -332,8 +330,8 @@ fn describe(
         a.state.raise_sim_error(msg.to_string());
         return Err(SimError::Violation(msg.into()));
     }
-    // SAFETY: a GpuMmu driver answers the WDDM 2.0 flags; every bit pattern is valid.
-    let flags = unsafe { info.Anonymous2.FlagsWddm2 };
+    // A GpuMmu driver answers the WDDM 2.0 flags.
+    let flags = info.Anonymous2.flags_wddm2();
     let d = Described {
         kmd,
         size: info.Size as u64,
@@ -420,9 +418,7 @@ fn open_for_creator(
     lock(&a.ums).creating.insert(h, (pid, kmd));
     let st = {
         let _attached = Attached::enter(pid);
-        // SAFETY: the driver's DDI with its device handle and a valid block whose one info
-        // and private data outlive the call.
-        unsafe { ddi::passive_with(a, f, device_kmd as HANDLE, &args as *const _) }
+        f.passive(a, (device_kmd as HANDLE, &args))
     };
     lock(&a.ums).creating.remove(&h);
     ddi::check_status(f, st?)?;
@@ -449,8 +445,7 @@ fn close_creator_open(a: &AdapterShared, o: CreatorOpen) -> Result<(), SimError>
         NumAllocations: 1,
         pOpenHandleList: list.as_ptr(),
     };
-    // SAFETY: the driver's DDI with its device handle and a valid block naming its handle.
-    let st = unsafe { ddi::passive_with(a, f, o.device_kmd as HANDLE, &args as *const _) }?;
+    let st = f.passive(a, (o.device_kmd as HANDLE, &args))?;
     if st < 0 {
         let msg = format!(
             "driver bug: DxgkDdiCloseAllocation of the creator's open failed ({:#010x})",
@@ -492,8 +487,7 @@ fn destroy_kmd_allocation(a: &AdapterShared, kmd: usize) -> Result<(), SimError>
         ..Default::default()
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a valid block naming its handle.
-    let st = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
+    let st = f.passive(a, (ctx, &args))?;
     if st < 0 {
         let msg = format!(
             "driver bug: DxgkDdiDestroyAllocation of its own allocation failed ({:#010x})",

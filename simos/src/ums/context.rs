@@ -374,8 +374,7 @@ fn driver_half(
         PrivateDriverDataSize: pdd_size,
         ContextInfo: DXGK_CONTEXTINFO::default(),
     };
-    // SAFETY: the driver's DDI with its device handle and a valid argument block.
-    let status = unsafe { ddi::passive_with(a, f, kmd_device as HANDLE, &mut ddi_args) }?;
+    let status = f.passive(a, (kmd_device as HANDLE, &mut ddi_args))?;
     check_status(f, status)?;
     Ok((ddi_args.hContext as usize, ddi_args.ContextInfo))
 }

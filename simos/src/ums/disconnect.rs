@@ -103,16 +103,7 @@ pub(crate) fn os_disconnect(
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
     };
-    // SAFETY: the driver's DDI with a valid argument block naming its doorbell; the hand-over
-    // audit reads the block before the call.
-    let status = unsafe {
-        ddi::call_arg(
-            a,
-            f,
-            ddi::At::Level(rvgpu_kmd::platform::Irql::Passive),
-            &mut args as *mut DXGKARG_DISCONNECTDOORBELL,
-        )
-    }?;
+    let status = f.passive(a, &mut args)?;
     must_succeed(a, f, status)?;
     let mut os = lock(&a.ums);
     if let Some(d) = os.doorbells.get_mut(&h) {
@@ -278,16 +269,7 @@ fn disconnect_through_driver(
     };
     // The driver's status is ignored; a simulation error or bug check inside it is already
     // recorded on the machine.
-    // SAFETY: the driver's DDI with a valid argument block naming its doorbell; the hand-over
-    // audit reads the block before the call.
-    let _ = unsafe {
-        ddi::call_arg(
-            a,
-            f,
-            ddi::At::Level(rvgpu_kmd::platform::Irql::Passive),
-            &mut args as *mut DXGKARG_DISCONNECTDOORBELL,
-        )
-    };
+    let _ = f.passive(a, &mut args);
     let mut os = lock(&a.ums);
     let Some(d) = os.doorbells.get_mut(&h) else {
         return STATUS_SUCCESS;

@@ -438,11 +438,7 @@ pub(crate) fn create_doorbell(
     };
     a.observer()
         .handed(&rvgpu_ddi::handover::CREATE_DOORBELL, &args);
-    let status = ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with a valid argument block whose private data buffer
-        // lives across the call.
-        unsafe { f(&mut args) }
-    })?;
+    let status = f.passive_unaudited(a, &mut args)?;
     check_status(f, status)?;
     let kmd = args.hDoorbell as usize;
     let mut os = lock(&a.ums);
@@ -556,19 +552,10 @@ pub(super) fn engine_held(a: &AdapterShared, engine: u32) -> bool {
 
 /// Calls a doorbell DDI whose argument block holds only handles, flags and values (connect,
 /// disconnect, destroy, notify) at PASSIVE_LEVEL; returns the driver's status.
-fn value_ddi<T: 'static>(
+fn value_ddi<T: ddi::Block>(
     a: &AdapterShared,
-    f: ddi::Ddi<unsafe extern "system" fn(*mut T) -> NTSTATUS>,
+    f: ddi::MutFn<T>,
     args: &mut T,
 ) -> Result<NTSTATUS, SimError> {
-    // SAFETY: the driver's DDI with a valid argument block naming its doorbell or queue; the
-    // hand-over audit reads the block before the call.
-    unsafe {
-        ddi::call_arg(
-            a,
-            f,
-            ddi::At::Level(rvgpu_kmd::platform::Irql::Passive),
-            args as *mut T,
-        )
-    }
+    f.passive(a, args)
 }

@@ -432,11 +432,7 @@ pub(crate) fn create_hw_queue(
     );
     let dl = device_lock(a, device)?;
     let seq = dev_guard(a, &dl);
-    let status = ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with its context handle and a valid argument block whose
-        // private data buffer lives across the call.
-        unsafe { f(kmd_ctx as HANDLE, &mut args) }
-    });
+    let status = f.passive_unaudited(a, (kmd_ctx as HANDLE, &mut args));
     match status {
         Ok(s) if NT_SUCCESS(s) => {}
         Ok(s) => {
@@ -632,10 +628,7 @@ pub(crate) fn ddi_destroy_hw_queue(
 ) -> Result<NTSTATUS, SimError> {
     let kmd = lock(&a.ums).live_queue_of(device, queue)?.kmd;
     let f = needed_ddi!(a, DxgkDdiDestroyHwQueue, "created a queue")?;
-    ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with its own handle of a queue it created.
-        unsafe { f(kmd as HANDLE) }
-    })
+    f.passive_unaudited(a, kmd as HANDLE)
 }
 
 /// Raw `DxgkDdiDestroyDoorbell` on `doorbell` of `device`, the OS's own objects left as they
@@ -652,10 +645,7 @@ pub(crate) fn ddi_destroy_doorbell(
     };
     a.observer()
         .handed(&rvgpu_ddi::handover::DESTROY_DOORBELL, &args);
-    ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with a valid argument block naming its own doorbell.
-        unsafe { f(&mut args) }
-    })
+    f.passive_unaudited(a, &mut args)
 }
 
 pub(crate) fn submit_raw(
@@ -752,11 +742,7 @@ fn submit_to_driver(
             .handed_alone(&rvgpu_ddi::handover::SUBMIT_COMMAND_TO_HWQUEUE, &args);
     }
     let ctx = a.context();
-    let status = ddi::call(a, f, At::Level(irql), |f| {
-        // SAFETY: the driver's DDI with its context and a valid argument block naming its
-        // queue.
-        unsafe { f(ctx, &args) }
-    })?;
+    let status = f.call_unaudited(a, At::Level(irql), (ctx, &args))?;
     Ok((f.routine(), status))
 }
 

@@ -279,11 +279,7 @@ pub(super) fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Re
     let called = match (f, component) {
         (Some(f), Some(component)) => {
             let ctx = a.context();
-            let status = ddi::passive(a, f, |f| {
-                // SAFETY: the driver's DDI with its context, the component index it
-                // reported and one of the component's F-states.
-                unsafe { f(ctx, component, fstate) }
-            })?;
+            let status = f.passive_unaudited(a, (ctx, component, fstate))?;
             bringup::triage_status(a, f.routine(), status);
             true
         }
@@ -339,10 +335,7 @@ pub(super) fn set_power_state(
         // the stack (learn.microsoft.com, "Handling Device Power-Up IRPs").
         a.d3hot.set(false);
     }
-    let status = ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with its context and the adapter's device UID.
-        unsafe { f(ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE) }
-    })?;
+    let status = f.passive_unaudited(a, (ctx, DISPLAY_ADAPTER_HW_ID, state, POWER_ACTION_NONE))?;
     check_status(f, status)?;
     if state != PowerDeviceD0 {
         // ...and down to D3hot once the function driver has let go of it: a power-down IRP
@@ -414,8 +407,7 @@ fn suspend_ddi(a: &AdapterShared, kmd: usize, fence: u64) -> Result<(), SimError
         contextSuspendFence: fence,
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a valid argument block.
-    let status = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
+    let status = f.passive(a, (ctx, &args))?;
     if status == STATUS_PENDING {
         return Err(sim_err(
             a,
@@ -456,8 +448,7 @@ pub(super) fn resume_context(
             hContext: kmd as HANDLE,
         };
         let ctx = a.context();
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        let status = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
+        let status = f.passive(a, (ctx, &args))?;
         check_status(f, status)?;
     }
     let mut os = lock(&a.ums);

@@ -470,8 +470,7 @@ fn new_device(
         hKmdProcess: kmd_process.map_or(std::ptr::null_mut(), |k| k as HANDLE),
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a valid argument block.
-    let status = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
+    let status = f.passive(a, (ctx, &mut args))?;
     // BR-91 (the statuses column of the rule table): another status is "an invalid
     // NTSTATUS code" in the triage log; the status still goes to the caller.
     if !bringup::status_allowed("DxgkDdiCreateDevice", status) {

@@ -12,7 +12,8 @@ use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
 use crate::state::vidmm::Contiguous;
 
-use crate::adapter::callback::enter_status;
+use crate::adapter::callback::enter;
+use crate::adapter::irql::Routine;
 use crate::adapter::AdapterShared;
 
 /// `DxgkCbAllocateContiguousMemory` (PASSIVE): system memory from the machine's `Memory`,
@@ -21,18 +22,18 @@ use crate::adapter::AdapterShared;
 /// `K:SysMmCreateContiguousMemoryPhysicalObject` @0x14001F82C: a `CacheType` above
 /// `MmWriteCombined` (compared signed) is `STATUS_INVALID_PARAMETER` before anything else; the
 /// size is rounded up to whole pages; no memory is `STATUS_NO_MEMORY` with both outputs NULL.
-pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
+/// `entry` is the callback's address (bug-check parameters); `args` is `None` for a NULL block.
+pub(crate) fn allocate_contiguous_memory(
     handle: HANDLE,
-    args: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
+    args: Option<&mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY>,
+    entry: usize,
 ) -> NTSTATUS {
-    let a = enter_status!(
-        DxgkCbAllocateContiguousMemory,
-        handle,
-        allocate_contiguous_memory,
-        args
-    );
-    // SAFETY: non-null pointer to the driver's argument block.
-    let args = unsafe { &mut *args };
+    let Some(a) = enter(Routine::DxgkCbAllocateContiguousMemory, handle, entry) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    let Some(args) = args else {
+        return STATUS_INVALID_PARAMETER;
+    };
     if args.CacheType > MmWriteCombined {
         return STATUS_INVALID_PARAMETER;
     }
@@ -68,19 +69,19 @@ pub(crate) unsafe extern "system" fn allocate_contiguous_memory(
 }
 
 /// `DxgkCbFreeContiguousMemory` (PASSIVE): freeing a handle that is not a live allocation of
-/// this adapter (never allocated, or already freed) is bug check 0xC4 subtype 0x10.
-pub(crate) unsafe extern "system" fn free_contiguous_memory(
+/// this adapter (never allocated, or already freed) is bug check 0xC4 subtype 0x10. `entry` and
+/// `args` as for [`allocate_contiguous_memory`].
+pub(crate) fn free_contiguous_memory(
     handle: HANDLE,
-    args: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
+    args: Option<&DXGKARGCB_FREECONTIGUOUSMEMORY>,
+    entry: usize,
 ) -> NTSTATUS {
-    let a = enter_status!(
-        DxgkCbFreeContiguousMemory,
-        handle,
-        free_contiguous_memory,
-        args
-    );
-    // SAFETY: non-null pointer to the driver's argument block.
-    let args = unsafe { args.read() };
+    let Some(a) = enter(Routine::DxgkCbFreeContiguousMemory, handle, entry) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    let Some(args) = args else {
+        return STATUS_INVALID_PARAMETER;
+    };
     let key = args.hMemoryHandle as usize;
     let Some(c) = lock(&a.mm.contiguous).remove(&key) else {
         a.state.raise_bugcheck(BugCheck::verifier(

@@ -15,6 +15,17 @@ const HEADER_WORDS: usize = MDL_PFN_ARRAY_OFFSET / 8;
 /// The most pages one MDL can list: its `Size` (header + array, in bytes) is a CSHORT.
 pub const MAX_MDL_PAGES: usize = (i16::MAX as usize - MDL_PFN_ARRAY_OFFSET) / 8;
 
+/// The header offsets the words above are written at: `Size` and `MdlFlags` in word 1,
+/// `ByteCount` and `ByteOffset` in word 5, the pointers in words 0, 2, 3 and 4.
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<MDL>() == HEADER_WORDS * 8);
+    assert!(offset_of!(MDL, Next) == 0 && offset_of!(MDL, Size) == 8);
+    assert!(offset_of!(MDL, MdlFlags) == 10 && offset_of!(MDL, Process) == 16);
+    assert!(offset_of!(MDL, MappedSystemVa) == 24 && offset_of!(MDL, StartVa) == 32);
+    assert!(offset_of!(MDL, ByteCount) == 40 && offset_of!(MDL, ByteOffset) == 44);
+};
+
 /// One MDL, owned by VidMm for the duration of a paging operation.
 #[derive(Debug)]
 pub struct Mdl {
@@ -42,19 +53,12 @@ impl Mdl {
         if let Some(array) = words.get_mut(HEADER_WORDS..) {
             array.copy_from_slice(pfns);
         }
-        let header = MDL {
-            Next: std::ptr::null_mut(),
-            Size: size,
-            MdlFlags: MDL_PAGES_LOCKED,
-            Process: std::ptr::null_mut(),
-            MappedSystemVa: std::ptr::null_mut(),
-            StartVa: std::ptr::null_mut(),
-            ByteCount: byte_count,
-            ByteOffset: byte_offset,
-        };
-        // SAFETY: `words` has at least HEADER_WORDS (48 bytes = size_of::<MDL>()) 8-aligned,
-        // writable words; MDL is plain data.
-        unsafe { std::ptr::write(words.as_mut_ptr().cast::<MDL>(), header) };
+        // The header as little-endian words (checked below the imports): `Next`, `Process`,
+        // `MappedSystemVa` and `StartVa` NULL.
+        if let Some(h) = words.get_mut(..HEADER_WORDS) {
+            h[1] = u64::from(size as u16) | u64::from(MDL_PAGES_LOCKED as u16) << 16;
+            h[5] = u64::from(byte_count) | u64::from(byte_offset) << 32;
+        }
         Self { words }
     }
 
@@ -71,10 +75,11 @@ mod tests {
     #[test]
     fn of_pages_writes_the_wdm_header_and_page_numbers() {
         let m = Mdl::of_pages(&[0x1000_0000, 0x1000_2000]).unwrap();
-        // SAFETY: `m` holds a whole header.
-        let h = unsafe { std::ptr::read(m.as_ptr()) };
-        assert_eq!(h.Size, 48 + 16);
-        assert_eq!((h.ByteCount, h.ByteOffset), (2 * 4096, 0));
+        let w = &m.words;
+        assert_eq!(w[1] as u16 as i16, 48 + 16, "Size");
+        assert_eq!((w[1] >> 16) as u16 as i16, MDL_PAGES_LOCKED, "MdlFlags");
+        assert_eq!((w[5] as u32, (w[5] >> 32) as u32), (2 * 4096, 0));
+        assert_eq!([w[0], w[2], w[3], w[4]], [0; 4], "NULL pointers");
         assert_eq!(&m.words[HEADER_WORDS..], &[0x1_0000, 0x1_0002]);
         assert!(Mdl::of_pages(&vec![0x1000; MAX_MDL_PAGES + 1]).is_none());
     }

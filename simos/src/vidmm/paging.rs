@@ -192,8 +192,7 @@ pub(crate) fn mdl_side(mdl: PMDL) -> DXGKARG_BUILDPAGINGBUFFER_Transfer_Source {
 }
 
 /// `DxgkDdiBuildPagingBuffer`'s type.
-type BuildFn =
-    ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut DXGKARG_BUILDPAGINGBUFFER) -> NTSTATUS>;
+type BuildFn = ddi::Of<rvgpu_ddi::tdr::PDXGKDDI_BUILDPAGINGBUFFER>;
 
 /// The driver's `DxgkDdiBuildPagingBuffer`: without one, paging is `STATUS_NOT_SUPPORTED`.
 fn build_ddi(a: &AdapterShared) -> Result<BuildFn, SimError> {
@@ -239,9 +238,7 @@ fn one_pass(
         DmaBufferWriteOffset: 0,
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context, a paging buffer of DmaSize bytes and a
-    // valid argument block.
-    let status = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
+    let status = f.passive(a, (ctx, &mut args))?;
     Ok(Pass {
         status,
         words,
@@ -261,20 +258,17 @@ fn audit_op(
 ) {
     use rvgpu_ddi::handover as h;
     let o = a.observer();
-    // SAFETY: each arm reads the union member `operation` names, the one its builder wrote;
-    // every member is plain data.
-    unsafe {
-        match operation {
-            DXGK_OPERATION_FILL => o.handed(&h::FILL, &op.Fill),
-            DXGK_OPERATION_TRANSFER => o.handed(&h::TRANSFER, &op.Transfer),
-            DXGK_OPERATION_MAP_APERTURE_SEGMENT => {
-                o.handed(&h::MAP_APERTURE_SEGMENT, &op.MapApertureSegment)
-            }
-            DXGK_OPERATION_UNMAP_APERTURE_SEGMENT => {
-                o.handed(&h::UNMAP_APERTURE_SEGMENT, &op.UnmapApertureSegment)
-            }
-            _ => {}
+    // Each arm is the union member `operation` names, the one its builder wrote.
+    match operation {
+        DXGK_OPERATION_FILL => o.handed(&h::FILL, &op.fill()),
+        DXGK_OPERATION_TRANSFER => o.handed(&h::TRANSFER, &op.transfer()),
+        DXGK_OPERATION_MAP_APERTURE_SEGMENT => {
+            o.handed(&h::MAP_APERTURE_SEGMENT, &op.map_aperture_segment())
         }
+        DXGK_OPERATION_UNMAP_APERTURE_SEGMENT => {
+            o.handed(&h::UNMAP_APERTURE_SEGMENT, &op.unmap_aperture_segment())
+        }
+        _ => {}
     }
 }
 

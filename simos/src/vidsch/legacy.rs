@@ -66,14 +66,9 @@ pub(crate) fn encode(cmds: &[Command]) -> Result<Vec<u64>, SimError> {
 
 /// One kernel-mode submission DDI with its arguments.
 enum Submit {
-    Physical(
-        ddi::Ddi<unsafe extern "system" fn(HANDLE, *const DXGKARG_SUBMITCOMMAND) -> NTSTATUS>,
-        DXGKARG_SUBMITCOMMAND,
-    ),
+    Physical(ddi::Of<PDXGKDDI_SUBMITCOMMAND>, DXGKARG_SUBMITCOMMAND),
     Virtual(
-        ddi::Ddi<
-            unsafe extern "system" fn(HANDLE, *const DXGKARG_SUBMITCOMMANDVIRTUAL) -> NTSTATUS,
-        >,
+        ddi::Of<PDXGKDDI_SUBMITCOMMANDVIRTUAL>,
         DXGKARG_SUBMITCOMMANDVIRTUAL,
     ),
 }
@@ -188,21 +183,15 @@ fn submit_packet(
         Submit::Virtual(f, args) => {
             a.observer()
                 .handed(&rvgpu_ddi::handover::SUBMIT_COMMAND_VIRTUAL, &args);
-            ddi::call(a, f, At::Level(Irql::Passive), |f| {
-                // SAFETY: the driver's DDI with its context and a valid argument block; the
-                // buffer stays mapped in the process until the fence ID is retired (an
-                // arena's until then; a UMD's, whose destruction AL-03 defers).
-                unsafe { f(ctx, &args) }
-            })?
+            // The buffer stays mapped in the process until the fence ID is retired (an
+            // arena's until then; a UMD's, whose destruction AL-03 defers).
+            f.call_unaudited(a, At::Level(Irql::Passive), (ctx, &args))?
         }
         Submit::Physical(f, args) => {
             a.observer()
                 .handed(&rvgpu_ddi::handover::SUBMIT_COMMAND, &args);
-            ddi::call(a, f, At::Level(Irql::Dispatch), |f| {
-                // SAFETY: the driver's DDI with its context and a valid argument block; the
-                // DMA buffer stays allocated until the fence ID is retired.
-                unsafe { f(ctx, &args) }
-            })?
+            // The DMA buffer stays allocated until the fence ID is retired.
+            f.call_unaudited(a, At::Level(Irql::Dispatch), (ctx, &args))?
         }
     };
     drop(private);
@@ -652,11 +641,7 @@ pub(crate) fn query_current_fence(a: &AdapterShared, node: u32) -> Result<u32, S
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
-    let ctx = a.context();
-    let st = ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &mut args) }
-    })?;
+    let st = f.passive_unaudited(a, (a.context(), &mut args))?;
     ddi::check_status(f, st)?;
     Ok(args.CurrentFence)
 }

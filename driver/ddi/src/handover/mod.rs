@@ -121,6 +121,18 @@ pub trait Audited: Sync {
     unsafe fn check(&self, arg: *const (), found: &mut dyn FnMut(&'static str)) -> bool;
 }
 
+impl dyn Audited {
+    /// [`Audited::check`] of block `arg`: `false` as well when the set reads a block of
+    /// another type than `T`.
+    pub fn check_block<T: 'static>(&self, arg: &T, found: &mut dyn FnMut(&'static str)) -> bool {
+        if self.arg_type() != TypeId::of::<T>() {
+            return false;
+        }
+        // SAFETY: `arg` is a live `T`, the type the set reads (checked above).
+        unsafe { self.check((arg as *const T).cast(), found) }
+    }
+}
+
 impl<T: 'static> Audited for Ddi<T> {
     fn name(&self) -> &'static str {
         self.name

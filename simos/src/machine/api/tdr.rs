@@ -110,8 +110,7 @@ impl Machine {
             pExtension: &mut ext,
         };
         let ctx = a.context();
-        // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-        let st = unsafe { ddi::passive_with(&a, f, ctx, &args) }?;
+        let st = f.passive(&a, (ctx, &args))?;
         check_status(f, st)?;
         let n = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
         Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
@@ -143,8 +142,7 @@ impl Machine {
             TdrPayload: std::ptr::null_mut(),
         };
         let ctx = a.context();
-        // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-        let st = unsafe { ddi::passive_with(&a, f, ctx, &mut args) }?;
+        let st = f.passive(&a, (ctx, &mut args))?;
         if buf[size..].iter().any(|b| *b != GUARD) {
             return Err(sim_err(
                 &a,

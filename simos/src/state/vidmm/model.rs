@@ -129,7 +129,6 @@ impl MemoryModel {
 
     /// Segment `id`'s `BaseAddress` (where a local segment starts in VRAM).
     pub fn segment_base(&self, id: u32) -> Option<u64> {
-        // SAFETY: LARGE_INTEGER's arms are the same 64 bits; any pattern is valid.
-        Some(unsafe { self.segment(id)?.BaseAddress.QuadPart } as u64)
+        Some(self.segment(id)?.BaseAddress.get() as u64)
     }
 }

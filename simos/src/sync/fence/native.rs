@@ -533,7 +533,7 @@ fn open_instance(
     fence: &NativeFence,
     process: ProcessId,
     (device, kmd_device): (crate::ob::KmtHandle, HANDLE),
-    open: ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut DXGKARG_OPENNATIVEFENCE) -> NTSTATUS>,
+    open: ddi::Of<rvgpu_ddi::fence::PDXGKDDI_OPENNATIVEFENCE>,
     va: ProcessVas,
 ) -> Result<NativeFence, SimError> {
     let _s = lock(&fence.obj.settle_lock);
@@ -779,33 +779,19 @@ pub(crate) fn ddi_close(a: &AdapterShared, local: usize) -> Result<NTSTATUS, Sim
 /// Calls a native-fence DDI that takes the adapter's context and an argument block
 /// (`DxgkDdiCreateNativeFence`, `DxgkDdiOpenNativeFence`, `DxgkDdiCloseNativeFence`) at the
 /// caller's IRQL; returns the driver's status.
-fn context_call<T: 'static>(
+fn context_call<T: ddi::Block>(
     a: &AdapterShared,
-    f: ddi::Ddi<unsafe extern "system" fn(HANDLE, *mut T) -> NTSTATUS>,
+    f: ddi::HandleMutFn<T>,
     args: &mut T,
 ) -> Result<NTSTATUS, SimError> {
-    let ctx = a.context();
-    // SAFETY: `args` is a live `T`, the type named.
-    unsafe {
-        a.observer().handed_at(
-            f.routine().rules().name,
-            std::any::TypeId::of::<T>(),
-            (args as *const T).cast(),
-        )
-    };
-    ddi::call(a, f, At::Caller, |f| {
-        // SAFETY: the driver's DDI with its context and a valid argument block (the three
-        // blocks hold handles, GPU VAs and inline data, no pointers).
-        unsafe { f(ctx, args) }
-    })
+    f.call(a, At::Caller, (a.context(), args))
 }
 
 /// `DxgkDdiDestroyNativeFence` with `args` at the caller's IRQL; returns the driver's status.
 fn destroy_call(
     a: &AdapterShared,
-    destroy: ddi::Ddi<unsafe extern "system" fn(*mut DXGKARG_DESTROYNATIVEFENCE) -> NTSTATUS>,
+    destroy: ddi::Of<rvgpu_ddi::fence::PDXGKDDI_DESTROYNATIVEFENCE>,
     args: &mut DXGKARG_DESTROYNATIVEFENCE,
 ) -> Result<NTSTATUS, SimError> {
-    // SAFETY: the driver's DDI with a valid argument block.
-    unsafe { ddi::call_arg(a, destroy, At::Caller, args) }
+    destroy.call(a, At::Caller, args)
 }

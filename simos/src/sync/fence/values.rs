@@ -186,11 +186,7 @@ fn update_monitored_call(
         Flags: DXGKARG_UPDATEMONITOREDVALUES_FLAGS::default(),
         Reserved: [0; 28],
     };
-    let status = synchronized(a, || {
-        // SAFETY: the driver's DDI with three arrays of NumFences entries that live
-        // across the call; the MonitoredValue addresses are OS fence storage.
-        unsafe { ddi::call_arg(a, f, At::Level(Irql::Device), &args) }
-    })?;
+    let status = synchronized(a, || f.call(a, At::Level(Irql::Device), &args))?;
     lock(&a.fence_os).update_monitored_calls += 1;
     check_update_status(
         a,
@@ -285,17 +281,13 @@ fn update_current_call(
     a.observer()
         .handed(&rvgpu_ddi::handover::UPDATE_CURRENT_VALUES_FROM_CPU, &args);
     let call = || {
-        ddi::call(
+        f.call_unaudited(
             a,
-            f,
             At::Level(match a.os.reading.cpu_update_irql {
                 CpuUpdateIrql::DeviceUnderInterruptLock => Irql::Device,
                 CpuUpdateIrql::Dispatch => Irql::Dispatch,
             }),
-            |f| {
-                // SAFETY: as for update_monitored (no array at all when NumFences is 0).
-                unsafe { f(&args) }
-            },
+            &args,
         )
     };
     let status = match a.os.reading.cpu_update_irql {

@@ -38,9 +38,7 @@ pub fn update_logs(a: &AdapterShared, handles: &[usize]) -> Result<NTSTATUS, Sim
         Flags: DXGKARG_UPDATENATIVEFENCELOGS_FLAGS::default(),
         Reserved: [0; 32],
     };
-    // SAFETY: the driver's DDI with an argument block whose handle array lives across
-    // the call.
-    unsafe { ddi::call_arg(a, f, At::Level(Irql::Dispatch), &args) }
+    f.call(a, At::Level(Irql::Dispatch), &args)
 }
 
 /// `DxgkDdiSetNativeFenceLogBuffer` for `buf` of queue `kmd`, with what the reading fills
@@ -72,9 +70,7 @@ pub fn set_log_buffer(
         Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::default(),
         Reserved: [0; 32],
     };
-    // SAFETY: the driver's DDI with a valid argument block; the buffer is OS memory
-    // that lives for the machine's life.
-    unsafe { ddi::call_arg(a, f, At::Level(irql), &args) }
+    f.call(a, At::Level(irql), &args)
 }
 
 /// 24H2's release block for queue `kmd` (`M:VidSchiDecrementHwQueueReference` @0x140020A74):
@@ -95,8 +91,7 @@ pub fn release_log_buffers(a: &AdapterShared, kmd: usize) -> Result<NTSTATUS, Si
         Flags: DXGKARG_SETNATIVEFENCELOGBUFFER_FLAGS::default(),
         Reserved: [0; 32],
     };
-    // SAFETY: the driver's DDI with a valid argument block naming a queue it created.
-    unsafe { ddi::call_arg(a, f, At::Level(Irql::Dispatch), &args) }
+    f.call(a, At::Level(Irql::Dispatch), &args)
 }
 
 pub(super) fn emit(a: &AdapterShared, e: TraceEvent) {
@@ -360,12 +355,7 @@ pub fn calibrate(a: &AdapterShared, node: u32) -> Result<(u64, u64, u64, u64), S
     a.observer()
         .handed(&rvgpu_ddi::handover::CALIBRATE_GPU_CLOCK, &args);
     let q0 = qpc();
-    let status = {
-        ddi::call(a, f, At::Level(Irql::Dispatch), |f| {
-            // SAFETY: the driver's DDI with its context and a valid output block.
-            unsafe { f(ctx, node, 0, &mut args) }
-        })?
-    };
+    let status = { f.call_unaudited(a, At::Level(Irql::Dispatch), (ctx, node, 0, &mut args))? };
     let q1 = qpc();
     crate::adapter::ddi::check_status(f, status)?;
     let hz = u64::from(a.device.config().clock_hz);

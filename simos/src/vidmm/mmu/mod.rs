@@ -584,17 +584,13 @@ fn vidmm_submit(
                 FirstPteVirtualAddress: u.va,
             },
         };
-        // SAFETY: the arm just written.
+        // The arm just written.
+        let arm = op.update_page_table();
         a.observer()
-            .handed(&rvgpu_ddi::handover::UPDATE_PAGE_TABLE, unsafe {
-                &op.UpdatePageTable
-            });
+            .handed(&rvgpu_ddi::handover::UPDATE_PAGE_TABLE, &arm);
         if invalidation {
-            // SAFETY: as above.
             a.observer()
-                .handed(&rvgpu_ddi::handover::UPDATE_PAGE_TABLE_INVALIDATE, unsafe {
-                    &op.UpdatePageTable
-                });
+                .handed(&rvgpu_ddi::handover::UPDATE_PAGE_TABLE_INVALIDATE, &arm);
         }
         let ids = crate::vidmm::paging::paging_op(
             host,
@@ -749,9 +745,9 @@ fn flush_submit(
             EndVirtualAddress: end,
         },
     };
-    // SAFETY: the arm just written.
+    // The arm just written.
     a.observer()
-        .handed(&rvgpu_ddi::handover::FLUSH_TLB, unsafe { &op.FlushTlb });
+        .handed(&rvgpu_ddi::handover::FLUSH_TLB, &op.flush_tlb());
     crate::vidmm::paging::paging_op(host, a, node, DXGK_OPERATION_FLUSH_TLB, &mut op, Vec::new())
 }
 
@@ -805,8 +801,7 @@ fn ddi_destroy_process(a: &AdapterShared, kmd: usize) -> Result<(), SimError> {
         return Ok(());
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and its own process handle.
-    let st = unsafe { ddi::passive_with(a, f, ctx, kmd as HANDLE) }?;
+    let st = f.passive(a, (ctx, kmd as HANDLE))?;
     if st != 0 {
         a.observer().triage(format!(
             "DxgkDdiDestroyProcess: Driver returned an invalid NTSTATUS code: {:#x}",
@@ -844,8 +839,7 @@ fn ddi_create_process(
     a.observer()
         .handed(&rvgpu_ddi::handover::CREATE_PROCESS, &args);
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a valid argument block.
-    let st = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
+    let st = f.passive(a, (ctx, &mut args))?;
     ddi::check_status(f, st)?;
     let kmd = args.hKmdProcess as usize;
     if kmd == 0 {
@@ -872,9 +866,7 @@ pub(crate) fn ddi_create_process_raw(
         ..Default::default()
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and an argument block that lives across the
-    // call; the PASID pointer is the test's and the driver never reads it (the test checks).
-    let st = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
+    let st = f.passive(a, (ctx, &mut args))?;
     if NT_SUCCESS(st) && !args.hKmdProcess.is_null() {
         ddi_destroy_process(a, args.hKmdProcess as usize)?;
     }
@@ -908,8 +900,7 @@ pub(crate) fn set_root(
     a.observer()
         .handed(&rvgpu_ddi::handover::SET_ROOT_PAGE_TABLE, &args);
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a valid argument block.
-    unsafe { ddi::passive_with(a, f, ctx, &args) }?;
+    f.passive(a, (ctx, &args))?;
     Ok(Some((segment, root)))
 }
 

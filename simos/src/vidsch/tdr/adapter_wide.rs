@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
+use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::ntstatus::{NT_SUCCESS, STATUS_NOT_SUPPORTED};
 use rvgpu_ddi::tdr::DXGKARG_RESETENGINE;
 
@@ -64,10 +64,9 @@ pub(crate) fn adapter_reset(
             SimError::Bugcheck(b)
         };
         // ResetFromTimeout and RestartFromTimeout: missing or failing, either is 0x116.
-        let adapter_ddi = |f: Option<ddi::Ddi<unsafe extern "system" fn(HANDLE) -> NTSTATUS>>| {
+        let adapter_ddi = |f: Option<ddi::HandleFn>| {
             let f = f.ok_or_else(|| fail(0, STATUS_NOT_SUPPORTED))?;
-            // SAFETY: the driver's DDI with its context.
-            let st = ddi::passive(a, f, |f| unsafe { f(ctx) })?;
+            let st = f.passive_unaudited(a, ctx)?;
             if NT_SUCCESS(st) {
                 Ok(())
             } else {
@@ -201,10 +200,7 @@ fn reset_busy_engines(
             EngineOrdinal: 0,
             LastAbortedFenceId: 0,
         };
-        let st = ddi::passive(a, reset, |reset| {
-            // SAFETY: the driver's DDI with its context and a valid argument block.
-            unsafe { reset(ctx, &mut r) }
-        });
+        let st = reset.passive_unaudited(a, (ctx, &mut r));
         let invalidated = lock(&sh.os).end_reset();
         let st = st?;
         errored.extend(invalidated);

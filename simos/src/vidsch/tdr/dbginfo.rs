@@ -19,12 +19,7 @@ use crate::ums;
 use super::state::{TdrDump, TdrEvent, TdrReason, TdrShared};
 
 /// The driver's `DxgkDdiCollectDbgInfo2`.
-type CollectDbgInfo2 = ddi::Ddi<
-    unsafe extern "system" fn(
-        rvgpu_ddi::basic::HANDLE,
-        *mut DXGKARG_COLLECTDBGINFO2,
-    ) -> rvgpu_ddi::basic::NTSTATUS,
->;
+type CollectDbgInfo2 = ddi::Of<rvgpu_ddi::tdr::PDXGKDDI_COLLECTDBGINFO2>;
 
 /// What a debug report is about.
 #[derive(Clone, Copy, Debug)]
@@ -109,8 +104,7 @@ fn collect_dbg_info1(a: &AdapterShared, sh: &TdrShared, reason: u32) -> Result<(
         pExtension: &mut ext,
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a buffer of BufferSize bytes.
-    let status = unsafe { ddi::passive_with(a, f, ctx, &args) }?;
+    let status = f.passive(a, (ctx, &args))?;
     if buf[SIZE..].iter().any(|b| *b != GUARD) {
         return Err(sim_err(
             a,
@@ -213,9 +207,7 @@ fn collect_dbg_info2(
         TdrPayload: payload_ptr,
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context, a buffer of BufferSize bytes, an
-    // extension and a payload of TdrPayloadSize bytes, all alive for the call.
-    let status = unsafe { ddi::passive_with(a, f, ctx, &mut args) }?;
+    let status = f.passive(a, (ctx, &mut args))?;
     if buf[SIZE..] != CANARY[..] || ext.canary != *CANARY {
         return Err(sim_err(
             a,

@@ -142,10 +142,7 @@ fn reset_and_resume(
     };
     a.observer()
         .handed(&rvgpu_ddi::handover::RESET_HW_ENGINE, &r);
-    let st = ddi::passive(a, reset, |reset| {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { reset(ctx, &mut r) }
-    });
+    let st = reset.passive_unaudited(a, (ctx, &mut r));
     let invalidated = lock(&sh.os).end_reset();
     let st = st?;
     record(a, sh, EngineDdi::Reset, node, st);
@@ -170,8 +167,7 @@ fn reset_and_resume(
         NodeOrdinal: node,
         EngineOrdinal: 0,
     };
-    // SAFETY: the driver's DDI with its context and a valid argument block.
-    let st = unsafe { ddi::passive_with(a, resume, ctx, &mut rs) }?;
+    let st = resume.passive(a, (ctx, &mut rs))?;
     record(a, sh, EngineDdi::Resume, node, st);
     drop(node_resource);
     if st != STATUS_SUCCESS {

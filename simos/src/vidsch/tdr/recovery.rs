@@ -23,12 +23,7 @@ use super::state::{Packet, TdrEvent, TdrReason, TdrShared};
 use super::steps::{error_devices, error_stalled_queue, prepare_reset, Prepared};
 
 /// The driver's `DxgkDdiResetEngine`.
-type ResetEngine = ddi::Ddi<
-    unsafe extern "system" fn(
-        rvgpu_ddi::basic::HANDLE,
-        *mut DXGKARG_RESETENGINE,
-    ) -> rvgpu_ddi::basic::NTSTATUS,
->;
+type ResetEngine = ddi::Of<rvgpu_ddi::tdr::PDXGKDDI_RESETENGINE>;
 
 /// What the resets of the dependent group leave to do.
 #[derive(Default)]
@@ -145,10 +140,7 @@ fn reset_dependent(
     };
     let ctx = a.context();
     a.observer().handed(&rvgpu_ddi::handover::RESET_ENGINE, &r);
-    let st = ddi::passive(a, reset, |reset| {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { reset(ctx, &mut r) }
-    });
+    let st = reset.passive_unaudited(a, (ctx, &mut r));
     let invalidated = lock(&sh.os).end_reset();
     let st = st?;
     if let Some(d) = prep.running.filter(|_| rn == node) {

@@ -35,15 +35,14 @@ use super::state::{Report, TdrEvent, TdrOs};
 /// report: node reports are captured for [`dpc_process`], or recorded as ignored while the
 /// node's snapshot is taken.
 pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA) {
-    // SAFETY (all arms): `InterruptType` selects the union member the driver filled (already
-    // validated by `decode`); every member is plain data.
+    // `InterruptType` selects the arm the driver filled (validated by `decode`).
     let (node, report) = match data.InterruptType {
         DXGK_INTERRUPT_DMA_COMPLETED => {
-            let d = unsafe { data.Anonymous.DmaCompleted };
+            let d = data.Anonymous.dma_completed();
             (d.NodeOrdinal, Report::Completed(d.SubmissionFenceId))
         }
         DXGK_INTERRUPT_DMA_PREEMPTED => {
-            let d = unsafe { data.Anonymous.DmaPreempted };
+            let d = data.Anonymous.dma_preempted();
             let last = d.LastCompletedFenceId;
             (d.NodeOrdinal, Report::Preempted(d.PreemptionFenceId, last))
         }
@@ -56,7 +55,7 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
         // reset) whatever reset it asks for: 24H2 without either reset flag would retire it
         // and reset nothing.
         DXGK_INTERRUPT_DMA_PAGE_FAULTED => {
-            let d = unsafe { data.Anonymous.DmaPageFaulted };
+            let d = data.Anonymous.dma_page_faulted();
             let flags = d.PageFaultFlags as u32;
             if flags & DXGK_PAGE_FAULT_FENCE_INVALID as u32 == 0 {
                 (d.NodeOrdinal, Report::Faulted(d.FaultedFenceId))
@@ -70,7 +69,7 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
         }
         // A hardware queue's fault asking for a reset: the engine's, as above.
         DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED => {
-            let d = unsafe { data.Anonymous.HwQueuePageFaulted };
+            let d = data.Anonymous.hw_queue_page_faulted();
             if d.PageFaultFlags as u32 & RESETS == 0 {
                 return;
             }
@@ -79,12 +78,12 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
         // An engine timeout the hardware found: its DPC asks for the engine's reset
         // (`M:VidSchiProcessGpuEngineTimeoutDpc` @0x14004AE6C).
         DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT => {
-            let d = unsafe { data.Anonymous.GpuEngineTimeout };
+            let d = data.Anonymous.gpu_engine_timeout();
             (d.NodeOrdinal, Report::Hung)
         }
         // 24H2 drops it (`EngineStateReports::Dropped`); the pages' Hung starts a TDR.
         DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE => {
-            let d = unsafe { data.Anonymous.EngineStateChange };
+            let d = data.Anonymous.engine_state_change();
             if d.NewState != DXGK_ENGINE_STATE_HUNG
                 || a.os.reading.engine_state != EngineStateReports::Acted
             {
@@ -210,21 +209,20 @@ fn invalid_fence(a: &AdapterShared, why: String, fence: u32, ty: DXGK_INTERRUPT_
 /// `DxgkCbInvalidateHwContext` (PASSIVE_LEVEL): accepted only while this adapter is inside
 /// `DxgkDdiResetEngine`, for a context the OS knows (its kernel handle or the KMD's, Q2);
 /// anything else is a simulation error naming the driver bug. The context's device goes to
-/// error when the reset returns.
-pub(crate) unsafe extern "system" fn cb_invalidate_hw_context(
-    args: *const DXGKARGCB_INVALIDATEHWCONTEXT,
+/// error when the reset returns. `addr` is the callback's address (bug-check parameters);
+/// `args` is `None` for a NULL block.
+pub(crate) fn cb_invalidate_hw_context(
+    args: Option<&DXGKARGCB_INVALIDATEHWCONTEXT>,
+    addr: usize,
 ) -> NTSTATUS {
-    let addr = cb_invalidate_hw_context as *const () as usize;
-    if args.is_null() {
+    let Some(args) = args else {
         // Dxgkrnl reads the argument block: a NULL pointer faults in the kernel.
         crate::adapter::context::raise(BugCheck::new(
             bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
             [0, 0, addr as u64, 0],
         ));
         return STATUS_INVALID_PARAMETER;
-    }
-    // SAFETY: non-null pointer to the driver's argument block.
-    let args = unsafe { args.read() };
+    };
     let Some(a) = AdapterShared::from_handle(args.hAdapter) else {
         let msg = format!(
             "driver bug: DxgkCbInvalidateHwContext with hAdapter = {:#x}, not the handle the \

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rvgpu_ddi::basic::{HANDLE, NTSTATUS};
+use rvgpu_ddi::basic::NTSTATUS;
 use rvgpu_ddi::ntstatus::NT_SUCCESS;
 use rvgpu_ddi::tdr::{
     DXGKARG_QUERYCURRENTFENCE, DXGKARG_QUERYDEPENDENTENGINEGROUP, DXGKARG_QUERYENGINESTATUS,
@@ -97,8 +97,7 @@ pub(super) fn prepare_reset(
             EngineStatus: DXGK_ENGINESTATUS::default(),
         };
         let ctx = a.context();
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        let st = unsafe { ddi::passive_with(a, qes, ctx, &mut q) }?;
+        let st = qes.passive(a, (ctx, &mut q))?;
         if !NT_SUCCESS(st) {
             return Err(sim_err(
                 a,
@@ -186,9 +185,7 @@ pub(super) fn query_dependent_group(
 /// (status, mask).
 pub(crate) fn dependent_group(
     a: &AdapterShared,
-    f: ddi::Ddi<
-        unsafe extern "system" fn(HANDLE, *mut DXGKARG_QUERYDEPENDENTENGINEGROUP) -> NTSTATUS,
-    >,
+    f: ddi::Of<rvgpu_ddi::tdr::PDXGKDDI_QUERYDEPENDENTENGINEGROUP>,
     node: u32,
 ) -> Result<(NTSTATUS, u64), SimError> {
     let mut g = DXGKARG_QUERYDEPENDENTENGINEGROUP {
@@ -197,8 +194,7 @@ pub(crate) fn dependent_group(
         DependentNodeOrdinalMask: 0,
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a valid argument block.
-    let st = unsafe { ddi::passive_with(a, f, ctx, &mut g) }?;
+    let st = f.passive(a, (ctx, &mut g))?;
     Ok((st, g.DependentNodeOrdinalMask))
 }
 
@@ -215,8 +211,7 @@ pub(super) fn query_current_fence(a: &AdapterShared, node: u32) -> Option<u32> {
         EngineOrdinal: 0,
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its context and a valid argument block.
-    let status = unsafe { ddi::passive_with(a, f, ctx, &mut args) }.ok()?;
+    let status = f.passive(a, (ctx, &mut args)).ok()?;
     NT_SUCCESS(status).then_some(args.CurrentFence)
 }
 

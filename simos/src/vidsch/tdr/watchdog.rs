@@ -169,9 +169,6 @@ fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
     let ctx = a.context();
     a.observer()
         .handed(&rvgpu_ddi::handover::PREEMPT_COMMAND, &args);
-    let status = ddi::call(a, f, At::Level(Irql::Dispatch), |f| {
-        // SAFETY: the driver's DDI with its context and a valid argument block.
-        unsafe { f(ctx, &args) }
-    })?;
+    let status = f.call_unaudited(a, At::Level(Irql::Dispatch), (ctx, &args))?;
     crate::vidsch::legacy::submit_succeeded(a, status, node, id)
 }
