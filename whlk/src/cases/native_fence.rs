@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::backend::{
     Backend, Capability, EventRef, ExecMode, Failure, FenceRef, NewFence, QueueRef, Session,
-    SessionConfig, WaitResult,
+    WaitResult,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
@@ -14,6 +14,9 @@ use crate::ensure;
 use super::common::{no_fault, Form};
 
 mod kmd;
+mod setup;
+
+use setup::{drained, fence_and_queue, session, session_with, SETTLE};
 
 /// What either form of a case may use beyond what both need.
 const EITHER: &[Capability] = &[
@@ -248,36 +251,9 @@ pub const CASES: &[Case] = &[
     },
 ];
 
-/// How long the threaded cases give the GPU for work that must complete.
-const SETTLE: Duration = Duration::from_secs(10);
 /// How long they watch for something that must not happen (it can only pass falsely when the
 /// machine is slow, never fail falsely).
 const WATCH: Duration = Duration::from_millis(200);
-
-fn session(
-    b: &dyn Backend,
-    mode: ExecMode,
-    adapters: usize,
-) -> Result<Box<dyn Session>, crate::case::CaseError> {
-    session_with(b, mode, adapters, |_| {})
-}
-
-fn session_with(
-    b: &dyn Backend,
-    mode: ExecMode,
-    adapters: usize,
-    tweak: impl FnOnce(&mut SessionConfig),
-) -> Result<Box<dyn Session>, crate::case::CaseError> {
-    let mut cfg = SessionConfig::new(mode);
-    cfg.adapters = adapters;
-    tweak(&mut cfg);
-    let mut s = b.open(&cfg)?;
-    s.load_driver()?;
-    for i in 0..adapters {
-        s.start_adapter(i)?;
-    }
-    Ok(s)
-}
 
 /// Fails naming `what` unless CPU wait `e` has been released with the value reached.
 fn expect_released(s: &dyn Session, e: EventRef, what: &str) -> CaseResult {
@@ -289,13 +265,6 @@ fn expect_released(s: &dyn Session, e: EventRef, what: &str) -> CaseResult {
 /// Adapter 0's interrupts since its count was `base`.
 fn interrupts_since(s: &dyn Session, base: u64) -> Result<u64, Failure> {
     Ok(s.os_trace_ref()?.interrupt_count(0) - base)
-}
-
-/// A private native fence of process 1 on adapter 0 and a GPU queue of that process on
-/// engine 0.
-fn fence_and_queue(s: &mut dyn Session) -> Result<(FenceRef, QueueRef), Failure> {
-    let f = s.fences()?.create_native_fence(NewFence::new(0, 1))?;
-    Ok((f, s.fences()?.gpu_queue(0, 0, 1)?))
 }
 
 fn monitored_value_tracks_waiters(b: &dyn Backend) -> CaseResult {
@@ -696,12 +665,6 @@ fn ensure_released(s: &dyn Session, q: QueueRef, after: FenceRef, what: &str) ->
         "the later signal did not land"
     );
     Ok(())
-}
-
-fn drained(s: &mut Box<dyn Session>, q: QueueRef) -> Result<bool, Failure> {
-    s.run_until(SETTLE, &mut |s| {
-        s.fences_ref().is_ok_and(|f| f.gpu_queue_drained(q))
-    })
 }
 
 fn cpu_signal_releases_gpu_wait_threaded(b: &dyn Backend) -> CaseResult {

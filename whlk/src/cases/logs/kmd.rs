@@ -17,7 +17,7 @@ use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
 use super::super::common::{session, two_forms};
-use super::{
+use super::fixtures::{
     kind_name, shared_fence_chain, signal_and_wait, timeline_rounds, Lane, DEFAULT_LOG_ENTRIES,
     KMD_FORM,
 };

@@ -18,15 +18,14 @@
 //! detection and fallback scans, LOG-05; a log moved mid-run, which 24H2 never does) stays
 //! with the OS form.
 
+mod fixtures;
 mod kmd;
 
 use std::collections::BTreeMap;
-use std::ops::RangeInclusive;
-use std::time::Duration;
 
 use crate::backend::{
     Backend, Capability, ExecMode, FenceWork, LogKind, NewQueue, ProcessRef, Session,
-    SessionConfig, UmFenceRef, UmQueueRef, WaitResult, Work,
+    SessionConfig, UmFenceRef, UmQueueRef, WaitResult,
 };
 use crate::case::{Case, CaseError, CaseResult};
 use crate::ensure;
@@ -34,25 +33,14 @@ use crate::ensure;
 use super::common::session;
 use crate::runner;
 use crate::timeline::{FenceOp, Timeline};
+use fixtures::{
+    kind_name, shared_fence_chain, signal_and_wait, timeline_rounds, Lane, DEFAULT_LOG_ENTRIES,
+};
 use kmd::{
     form, kmd_cpu_wait_released_from_signal_log, kmd_every_user_queue_has_both_logs,
     kmd_overflow_falls_back_to_scan, kmd_recreate_log_mid_run,
     kmd_shared_fence_handles_per_process, kmd_timeline, Form,
 };
-
-/// The OS's default log size: entries that fit one 4 KiB buffer (`rvgpu_hw::log`).
-const DEFAULT_LOG_ENTRIES: u64 = 84;
-/// CPU wait timeout.
-const WAIT: Duration = Duration::from_secs(10);
-
-/// What the KMD form needs: the UMD's native fences on user-mode queues and the KMD's copy of
-/// a queue's log through its test hooks.
-const KMD_FORM: &[Capability] = &[
-    Capability::UserModeSubmission,
-    Capability::UmdFences,
-    Capability::NativeFences,
-    Capability::KmdJournal,
-];
 
 /// The cases of this area. Each runs in the OS's form where the backend has the OS's side of
 /// the logs (its `needs`' first set, checked by `form`), else in the KMD's (`KMD_FORM`).
@@ -170,13 +158,6 @@ pub const CASES: &[Case] = &[
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
-
-fn kind_name(k: LogKind) -> &'static str {
-    match k {
-        LogKind::Wait => "wait",
-        LogKind::Signal => "signal",
-    }
-}
 
 /// The operations of `tl` per (queue, log), in index order.
 fn per_log(tl: &Timeline) -> BTreeMap<(u32, LogKind), Vec<FenceOp>> {
@@ -309,25 +290,6 @@ fn traced_queue(
     Ok((s, p, q, f))
 }
 
-/// Signals `f` from `q` to each of `values` in turn (one submission each), then waits on the
-/// CPU for the last; fails naming `what` unless that wait is satisfied.
-fn signal_and_wait(
-    s: &mut dyn Session,
-    q: UmQueueRef,
-    f: UmFenceRef,
-    values: RangeInclusive<u64>,
-    what: &str,
-) -> CaseResult {
-    let last = *values.end();
-    for v in values {
-        s.umd_fences()?
-            .submit_fence_ops(q, &[FenceWork::Signal(f, v)])?;
-    }
-    let r = s.umd_fences()?.wait_um_fence(f, last, WAIT)?;
-    ensure!(r == WaitResult::Satisfied, "{what}: CPU wait ended {r:?}");
-    Ok(())
-}
-
 fn cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
     match form(b, &[Capability::FenceLogs, Capability::StepMode])? {
         Form::Os => os_cpu_wait_released_from_signal_log(b),
@@ -365,31 +327,6 @@ fn os_cpu_wait_released_from_signal_log(b: &dyn Backend) -> CaseResult {
     );
     check_joined(&tl, false)?;
     Ok(())
-}
-
-/// Two processes' queues on node 0 chained by one fence A shares with B: B's queue waits on
-/// the GPU for A's signal of 3, then signals a fence of its own the CPU waits for. Returns
-/// (A's queue, B's queue) once B's instance reads 3.
-fn shared_fence_chain(s: &mut dyn Session) -> Result<(UmQueueRef, UmQueueRef), CaseError> {
-    let pa = s.ums()?.open_process(0)?;
-    let pb = s.ums()?.open_process(0)?;
-    let qa = s.ums()?.create_queue(pa, NewQueue::user_mode(0))?;
-    let qb = s.ums()?.create_queue(pb, NewQueue::user_mode(0))?;
-    let fa = s.umd_fences()?.create_um_fence(pa, 0)?;
-    let fb = s.umd_fences()?.open_um_fence(fa, pb)?;
-    let done = s.umd_fences()?.create_um_fence(pb, 0)?;
-    s.umd_fences()?
-        .submit_fence_ops(qb, &[FenceWork::Wait(fb, 3), FenceWork::Signal(done, 1)])?;
-    s.umd_fences()?
-        .submit_fence_ops(qa, &[FenceWork::Signal(fa, 3)])?;
-    let r = s.umd_fences()?.wait_um_fence(done, 1, WAIT)?;
-    ensure!(
-        r == WaitResult::Satisfied,
-        "B's chain did not finish: {r:?}"
-    );
-    let v = s.umd_fences_ref()?.um_fence_value(fb)?;
-    ensure!(v == 3, "B's instance reads {v}");
-    Ok((qa, qb))
 }
 
 fn shared_fence_handles_per_process(b: &dyn Backend) -> CaseResult {
@@ -532,59 +469,6 @@ fn os_recreate_log_mid_run(b: &dyn Backend) -> CaseResult {
     );
     check_joined(&tl, false)?;
     Ok(())
-}
-
-/// `rounds` rounds over `lanes`, both forms of `Logs.Timeline`: each round the consumer waits
-/// for the producer's signal, fills and signals its own fence (submitted first, so its wait is
-/// usually in the GPU before the producer signals); the CPU waits every fifth round.
-fn timeline_rounds(s: &mut dyn Session, lanes: &mut [Lane], rounds: u64) -> Result<(), CaseError> {
-    for k in 1..=rounds {
-        for l in lanes.iter_mut() {
-            let buf = l.buf;
-            let fill = |off: u64| {
-                FenceWork::Work(Work::Fill {
-                    dst: buf,
-                    offset: off,
-                    bytes: 1024,
-                    pattern: k,
-                })
-            };
-            l.last[1] = s.umd_fences()?.submit_fence_ops(
-                l.b,
-                &[
-                    FenceWork::Wait(l.fa, k),
-                    fill(2048),
-                    FenceWork::Signal(l.fb, k),
-                ],
-            )?;
-            l.last[0] = s
-                .umd_fences()?
-                .submit_fence_ops(l.a, &[fill(0), FenceWork::Signal(l.fa, k)])?;
-        }
-        if k % 5 == 0 || k == rounds {
-            for l in lanes.iter() {
-                let r = s.umd_fences()?.wait_um_fence(l.fb, k, WAIT)?;
-                ensure!(
-                    r == WaitResult::Satisfied,
-                    "CPU wait for round {k} ended {r:?}"
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-/// One process of the chain: queue `a` (node 0) produces, queue `b` (node 1, or 0 on a
-/// single-engine adapter) consumes.
-struct Lane {
-    a: UmQueueRef,
-    b: UmQueueRef,
-    /// a → b.
-    fa: UmFenceRef,
-    /// b → CPU.
-    fb: UmFenceRef,
-    buf: crate::backend::BufferRef,
-    last: [u64; 2],
 }
 
 fn timeline(b: &dyn Backend) -> CaseResult {

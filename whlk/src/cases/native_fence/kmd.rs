@@ -22,7 +22,7 @@ use crate::case::{CaseError, CaseResult};
 use crate::ensure;
 
 use super::super::common::{no_fault, two_forms, Form};
-use super::{drained, fence_and_queue, session, SETTLE};
+use super::setup::{drained, fence_and_queue, session, SETTLE};
 
 /// What the journal forms need.
 pub(super) const JOURNALED: &[Capability] = &[
