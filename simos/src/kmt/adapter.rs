@@ -8,11 +8,9 @@
 use zerocopy::IntoBytes;
 
 use rvgpu_ddi::d3dkmt::{D3DKMT_ADAPTERINFO, D3DKMT_ENUMADAPTERS2, D3DKMT_OPENADAPTERFROMLUID};
-use rvgpu_ddi::ntstatus::{
-    STATUS_ACCESS_DENIED, STATUS_BUFFER_TOO_SMALL, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER,
-};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
@@ -29,10 +27,6 @@ pub trait AdapterTable {
     fn close(&self, h: KmtHandle) -> bool;
 }
 
-fn status(s: i32) -> NtStatus {
-    NtStatus(s)
-}
-
 /// The LUID the simulated Dxgkrnl gave adapter `i` at start.
 fn luid_of(i: usize) -> (u32, i32) {
     let l = crate::adapter::adapter_luid(i);
@@ -45,6 +39,39 @@ fn blocked(m: &Machine, t: &dyn AdapterTable, i: usize) -> bool {
     t.process(i)
         .is_some_and(|pid| m.is_gpu_access_blocked(i, pid))
 }
+
+refusals! {
+    /// `D3DKMTOpenAdapterFromLuid`'s refusals, in 24H2's order.
+    OpenAdapterFromLuidCheck => OPEN_ADAPTER_FROM_LUID_CHECKS {
+        ProcessContext: "no process context" => INVALID_PARAMETER,
+            elsewhere "every simulated caller is a process";
+        Luid: "AdapterLuid no adapter's" => INVALID_PARAMETER;
+        BeingRemoved: "the adapter being removed" => ACCESS_DENIED,
+            elsewhere "not modelled: a simulated removal stops the adapter at once";
+        Blocked: "the process blocked on the adapter for repeated engine timeouts" => ACCESS_DENIED;
+        NotStarted: "the adapter not started" => DEVICE_REMOVED;
+        NoHandle: "no handle left in the process's table" => NO_MEMORY,
+            elsewhere "the caller's handle table answers it (`AdapterTable::open`)";
+    }
+}
+
+/// `D3DKMTOpenAdapterFromLuid`'s row of the thunk catalog ([`super::catalog`]).
+pub const OPEN_ADAPTER_FROM_LUID: Thunk = Thunk {
+    name: "D3DKMTOpenAdapterFromLuid",
+    source: Some(&[
+        src("DxgkOpenAdapterFromLuidImpl", 0x14035AC38),
+        src("DXGPROCESS::OpenAdapter", 0x14036620C),
+    ]),
+    checks: OPEN_ADAPTER_FROM_LUID_CHECKS,
+    written_back: &[
+        "hAdapter (0 when the adapter is not started, the table is full or the \
+         process's adapter state cannot be made)",
+    ],
+    pending: Pending::No,
+    entry: Some("adapter::dxgk_open_adapter_from_luid_impl"),
+    gaps: "a remote session's LUID translation is not modelled; the process's adapter state is made at its first device, as 24H2 \
+           does for a process without the eager flag (bit 0x80)",
+};
 
 /// `DxgkOpenAdapterFromLuidImpl` for the caller's structure `a`, in 24H2's order:
 /// 1. the LUID no adapter's (`DXGGLOBAL::ReferenceAdapterByLuid`): STATUS_INVALID_PARAMETER;
@@ -63,17 +90,39 @@ pub fn dxgk_open_adapter_from_luid_impl(
 ) -> Result<(), NtStatus> {
     let i = (0..m.adapter_count())
         .find(|&i| luid_of(i) == (a.AdapterLuid.LowPart, a.AdapterLuid.HighPart))
-        .ok_or(status(STATUS_INVALID_PARAMETER))?;
+        .ok_or(OpenAdapterFromLuidCheck::Luid.refuse())?;
     if !m.adapter_started(i) {
         a.hAdapter = 0;
-        return Err(status(STATUS_DEVICE_REMOVED));
+        return Err(OpenAdapterFromLuidCheck::NotStarted.refuse());
     }
     if blocked(m, t, i) {
-        return Err(status(STATUS_ACCESS_DENIED));
+        return Err(OpenAdapterFromLuidCheck::Blocked.refuse());
     }
     a.hAdapter = t.open(i)?;
     Ok(())
 }
+
+refusals! {
+    /// `D3DKMTCloseAdapter`'s refusals, in 24H2's order.
+    CloseAdapterCheck => CLOSE_ADAPTER_CHECKS {
+        AdapterHandle: "hAdapter not an adapter handle in the caller's table" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTCloseAdapter`'s row of the thunk catalog ([`super::catalog`]).
+pub const CLOSE_ADAPTER: Thunk = Thunk {
+    name: "D3DKMTCloseAdapter",
+    source: Some(&[
+        src("DxgkCloseAdapterImpl", 0x140322C20),
+        src("DXGADAPTER::DestroyHandle", 0x140322E94),
+    ]),
+    checks: CLOSE_ADAPTER_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("adapter::dxgk_close_adapter_impl"),
+    gaps: "the adapter handle's open of the process's adapter state is not counted: the \
+           state lives until the process ends",
+};
 
 /// `DxgkCloseAdapterImpl` (`DXGADAPTER::DestroyHandle` @0x140322E94): `h` not an adapter
 /// handle of the caller is STATUS_INVALID_PARAMETER; else the handle goes. The caller's devices
@@ -83,7 +132,7 @@ pub fn dxgk_close_adapter_impl(h: KmtHandle, t: &dyn AdapterTable) -> Result<(),
     if t.close(h) {
         Ok(())
     } else {
-        Err(status(STATUS_INVALID_PARAMETER))
+        Err(CloseAdapterCheck::AdapterHandle.refuse())
     }
 }
 
@@ -96,6 +145,44 @@ pub fn max_adapters_in_session(m: &Machine) -> u32 {
         .saturating_add(2)
         .min(1024)
 }
+
+refusals! {
+    /// `D3DKMTEnumAdapters2`'s refusals, in 24H2's order.
+    EnumAdapters2Check => ENUM_ADAPTERS2_CHECKS {
+        NullPointer: "the D3DKMT_ENUMADAPTERS2 pointer NULL" => INVALID_PARAMETER,
+            elsewhere "the thunk bridge refuses a NULL pointer before the entry";
+        NoPool: "no pool for the adapter list" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+        ProcessContext: "no process context" => INVALID_PARAMETER,
+            elsewhere "every simulated caller is a process";
+        TooMany: "more adapters to list than NumAdapters (after NumAdapters is lowered to the \
+            session's maximum adapter count): the handles opened are closed" => BUFFER_TOO_SMALL;
+    }
+}
+
+/// `D3DKMTEnumAdapters2`'s row of the thunk catalog ([`super::catalog`]).
+pub const ENUM_ADAPTERS2: Thunk = Thunk {
+    name: "D3DKMTEnumAdapters2",
+    source: Some(&[
+        src("DxgkEnumAdapters2", 0x140349F50),
+        src("DxgkEnumAdapters2Impl", 0x140349F80),
+        src("DxgkEnumAdaptersInternal", 0x140349510),
+    ]),
+    checks: ENUM_ADAPTERS2_CHECKS,
+    written_back: &[
+        "NumAdapters: the session's maximum adapter count when pAdapters is NULL (nothing \
+         else is done), else the number of adapters listed",
+        "pAdapters[0..NumAdapters]: hAdapter (a new handle in the caller's table, one per \
+         adapter), AdapterLuid, NumOfSources, bPrecisePresentRegionsPreferred; written after \
+         NumAdapters, and a fault there returns its status with NumAdapters written and the \
+         handles left open (no cleanup around the copy)",
+    ],
+    pending: Pending::No,
+    entry: Some("adapter::dxgk_enum_adapters2_impl"),
+    gaps: "m_MaximumGlobalAdapterCount is the machine's adapter count (where 24H2 sets it \
+           is not read); a failed wait for PnP transitions is only logged, not modelled; \
+           EnumAdaptersCallback's three passes not compared with the simulation's answer",
+};
 
 /// `DxgkEnumAdapters2Impl` for the caller's structure `a` (already captured: a NULL or
 /// unreadable pointer is the bridge's STATUS_INVALID_PARAMETER / STATUS_ACCESS_VIOLATION), in
@@ -128,7 +215,7 @@ pub fn dxgk_enum_adapters2_impl(
         .filter(|&i| m.adapter_started(i) && !blocked(m, t, i))
         .collect();
     if listed.len() > room as usize {
-        return Err(status(STATUS_BUFFER_TOO_SMALL));
+        return Err(EnumAdapters2Check::TooMany.refuse());
     }
     let mut infos = Vec::with_capacity(listed.len());
     let close_all = |infos: &[D3DKMT_ADAPTERINFO]| {

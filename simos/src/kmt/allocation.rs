@@ -16,6 +16,7 @@ use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
+use super::catalog::row::*;
 pub use rvgpu_ddi::d3dkmt::{
     D3DDDI_ALLOCATIONINFO2, D3DKMT_CREATEALLOCATION, D3DKMT_DESTROYALLOCATION2,
 };
@@ -98,11 +99,39 @@ pub fn destroy_allocation2_checks(
     h_resource: u32,
     allocation_count: u32,
 ) -> Result<(), NtStatus> {
-    if flags & DESTROY_RESERVED != 0 || (h_resource != 0 && allocation_count != 0) {
-        return Err(bad());
+    if flags & DESTROY_RESERVED != 0 {
+        return Err(DestroyAllocation2Check::Flags.refuse());
+    }
+    if h_resource != 0 && allocation_count != 0 {
+        return Err(DestroyAllocation2Check::ResourceAndCount.refuse());
     }
     Ok(())
 }
+
+refusals! {
+    /// `D3DKMTDestroyAllocation2`'s refusals, in 24H2's order.
+    DestroyAllocation2Check => DESTROY_ALLOCATION2_CHECKS {
+        Flags: "a Flags bit of 0x7FFFFFFC" => INVALID_PARAMETER;
+        ResourceAndCount: "hResource with AllocationCount" => INVALID_PARAMETER;
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTDestroyAllocation2`'s row of the thunk catalog ([`super::catalog`]).
+pub const DESTROY_ALLOCATION2: Thunk = Thunk {
+    name: "D3DKMTDestroyAllocation2",
+    source: Some(&[
+        src("DxgkDestroyAllocation2", 0x14032F7A0),
+        src("DxgkDestroyAllocationHelper", 0x14032FBB8),
+    ]),
+    checks: DESTROY_ALLOCATION2_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("allocation::dxgk_destroy_allocation2"),
+    gaps: "DxgkDestroyAllocationInternal not read: a listed handle that is not an \
+           allocation of hDevice is STATUS_INVALID_PARAMETER here, before any is \
+           destroyed; hResource is STATUS_NOT_SUPPORTED (the UMD makes no resources)",
+};
 
 /// `DxgkDestroyAllocation2` for the caller's structure `a`, in 24H2's order:
 /// 1. [`destroy_allocation2_checks`];
@@ -123,13 +152,13 @@ pub fn dxgk_destroy_allocation2(
     allocation: impl Fn(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<Vec<KmtHandle>, NtStatus> {
     destroy_allocation2_checks(a.Flags, a.hResource, a.AllocationCount)?;
-    let p = device(a.hDevice).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or(DestroyAllocation2Check::Device.refuse())?;
     if a.hResource != 0 {
-        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+        return Err(gap(STATUS_NOT_SUPPORTED));
     }
     let handles = list(a.phAllocationList, a.AllocationCount)?;
     if handles.iter().any(|&h| allocation(h) != Some(p.device)) {
-        return Err(bad());
+        return Err(gap(STATUS_INVALID_PARAMETER));
     }
     let sh = m.kmt(&p).thunk()?;
     let assume_not_in_use = a.Flags & DESTROY_ASSUME_NOT_IN_USE != 0;
@@ -159,6 +188,60 @@ pub const MAX_ALLOCATION_PRIVATE_DATA: u32 = 1 << 20;
 /// One allocation the call made: its handle, the GPU VA the reading gives at create (0 under
 /// 24H2) and its size.
 pub type Made = rvgpu_umd::kmt::MappedGpu;
+
+refusals! {
+    /// `D3DKMTCreateAllocation2`'s refusals, in 24H2's order.
+    CreateAllocation2Check => CREATE_ALLOCATION2_CHECKS (unlinked) {
+        StructureReadable: "the structure not readable" => ACCESS_VIOLATION;
+        HDeviceCallerS: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        FlagsNoKmdAccessFlags: "Flags.NoKmdAccess with Flags.StandardAllocation" => INVALID_PARAMETER;
+        FlagsNoKmdAccessWithout: "Flags.NoKmdAccess without test signing" => INVALID_PARAMETER;
+        NumAllocationsAboveX682AA: "NumAllocations above 0x682AA" => INVALID_PARAMETER;
+        CreateProtectedCreateWriteCombinedCreateCached: "CreateProtected, CreateWriteCombined, CreateCached or OpenCrossAdapter \
+            from an unprivileged process" => INVALID_PARAMETER;
+        ExistingSysMemWithoutStandardAllocation: "ExistingSysMem without StandardAllocation from an unprivileged process" => INVALID_PARAMETER;
+        ExistingSectionWithoutStandardAllocation: "ExistingSection without StandardAllocation" => INVALID_PARAMETER;
+        CreateSharedWithoutCreateResource: "CreateShared without CreateResource" => INVALID_PARAMETER;
+        HResourceNumAllocations: "no hResource and NumAllocations 0" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        PoolHandleList: "no pool for the handle list" => NO_MEMORY;
+        StandardAllocationDriverBelow: "StandardAllocation on a driver below WDDM 2.0" => INVALID_PARAMETER;
+        CrossAdapterAdapterWithout: "CrossAdapter on an adapter without cross-adapter resources, or without CreateShared" => INVALID_PARAMETER;
+        PAllocationInfo2Readable: "pAllocationInfo2 not readable" => ACCESS_VIOLATION;
+        EntrySFlags: "an entry's Flags.Stereo without Flags.Primary, or with CrossAdapter" => INVALID_PARAMETER;
+        EntrySPrivateDriverDataSize: "an entry's PrivateDriverDataSize above 0x7FFFFFFF" => INVALID_PARAMETER;
+        PoolEntryS: "no pool for an entry's private driver data" => NO_MEMORY;
+        EntrySPPrivateDriverData: "an entry's pPrivateDriverData not readable" => ACCESS_VIOLATION;
+        PAllocationInfo2StructureWritable: "pAllocationInfo2 or the structure not writable (what was made is destroyed)" => ACCESS_VIOLATION;
+    }
+}
+
+/// `D3DKMTCreateAllocation2`'s row of the thunk catalog ([`super::catalog`]).
+pub const CREATE_ALLOCATION2: Thunk = Thunk {
+    name: "D3DKMTCreateAllocation2",
+    source: Some(&[
+        src("DxgkCreateAllocationInternal", 0x140304ED8),
+        src("DXGDEVICE::CreateAllocation", 0x140356E10),
+        src("VIDMM_GLOBAL::CreateOneAllocation", 0x1400DCBA4),
+    ]),
+    checks: CREATE_ALLOCATION2_CHECKS,
+    written_back: &[
+        "each entry's hAllocation (no GpuVirtualAddress: a VA comes only from Map)",
+        "hResource, hGlobalShare and Flags once DXGDEVICE::CreateAllocation ran, whatever it \
+         answered: on success hResource and hGlobalShare 0 (no resource), on a failure the \
+         caller's hResource and hGlobalShare 0",
+    ],
+    pending: Pending::No,
+    entry: Some("allocation::dxgk_create_allocation_internal"),
+    gaps: "ValidateStandardAllocationParams and DXGDEVICE::OpenResourceObject not read; after \
+           24H2's checks a resource, a flag, StandardAllocation, runtime or driver data of the \
+           whole call, pSystemMem and a Primary entry (whose display-source checks are not \
+           modelled) are STATUS_NOT_SUPPORTED (the UMD uses none); the adapter's cross-adapter \
+           bit is not modelled (CrossAdapter with CreateShared is refused with the resource); \
+           the simulated pool gives an entry at most 1 MiB of private driver data; the \
+           unprivileged process is DXGPROCESS +0x198 bit 8 clear, which every process of the \
+           simulation is",
+};
 
 /// `DxgkCreateAllocationInternal` (`K:` @0x140304ED8) and `DXGDEVICE::CreateAllocation`
 /// (`K:` @0x140356E10) for the caller's structure `a` as written, in 24H2's order,
@@ -199,7 +282,7 @@ pub fn dxgk_create_allocation_internal(
     let signing = m.os_config().test_signing;
     create_allocation_checks(signing, a.Flags, a.NumAllocations, a.hResource)?;
     let sh = m.kmt(&p).thunk()?;
-    super::lock::device_active(&sh, p.device)?;
+    super::lock::device_active(&sh, p.device, CreateAllocation2Check::DeviceActive.refuse())?;
     a.hGlobalShare = 0;
     let made = device_create_allocation(m, &sh, p, a, mem);
     let written = write_back(a);

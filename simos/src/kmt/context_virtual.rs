@@ -5,9 +5,10 @@
 //! and `D3DKMTDestroyContext`'s ([`dxgk_destroy_context_impl`]).
 
 pub use rvgpu_ddi::d3dkmt::D3DKMT_CREATECONTEXTVIRTUAL;
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use crate::machine::Machine;
 use crate::ums::{self, ContextArgs, UmsProcess};
 
@@ -28,6 +29,54 @@ pub trait CallerMemory {
     /// `bytes` to `at`.
     fn write(&self, at: u64, bytes: &[u8]) -> Result<(), NtStatus>;
 }
+
+refusals! {
+    /// `D3DKMTCreateContextVirtual`'s refusals, in 24H2's order.
+    CreateContextVirtualCheck => CREATE_CONTEXT_VIRTUAL_CHECKS {
+        NoKmdAccess: "NoKmdAccess or TestContext without test signing" => INVALID_PARAMETER;
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        Affinity: "EngineAffinity's highest bit at or past the physical adapters" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's context check (`ums::check_virtual_context`) makes it";
+        Node: "NodeOrdinal at or past the physical adapter's nodes" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's context check (`ums::check_virtual_context`) makes it";
+        AffinityBits: "more than one EngineAffinity bit" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's context check (`ums::check_virtual_context`) makes it";
+        NoGpuVa: "not SynchronizationOnly, on an adapter or node without GPU VA" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's context check (`ums::check_virtual_context`) makes it";
+        Flags: "a Flags bit from 7 up" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's context check (`ums::check_virtual_context`) makes it";
+        PrivateData: "pPrivateDriverData without size, or a size without pointer" => INVALID_PARAMETER;
+        PrivateDataUnreadable: "the private data not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        NoPool: "no pool for the private data" => NO_MEMORY;
+        HwQueueOldDriver: "HwQueueSupported with a driver below WDDM 2.5" => UNSUCCESSFUL,
+            elsewhere "the simulated kernel's create (`ums::create_context_with`) makes it";
+        HwQueueNode: "HwQueueSupported on a node without context scheduling" => UNSUCCESSFUL,
+            elsewhere "the simulated kernel's create (`ums::create_context_with`) makes it";
+        NoHwQueueNode: "no HwQueueSupported on a node with context scheduling" => UNSUCCESSFUL,
+            elsewhere "the simulated kernel's create (`ums::create_context_with`) makes it";
+        NoKmdAccessData: "NoKmdAccess with private data below 264 bytes or without its two tags" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's create (`ums::create_context_with`) makes it";
+    }
+}
+
+/// `D3DKMTCreateContextVirtual`'s row of the thunk catalog ([`super::catalog`]).
+pub const CREATE_CONTEXT_VIRTUAL: Thunk = Thunk {
+    name: "D3DKMTCreateContextVirtual",
+    source: Some(&[
+        src("DxgkCreateContextVirtualImpl", 0x1402D17A0),
+        src("DXGCONTEXT::Initialize", 0x1402CFD80),
+        src("CheckNoKmdAccessPrivateData", 0x14018A51C),
+    ]),
+    checks: CREATE_CONTEXT_VIRTUAL_CHECKS,
+    written_back: &["hContext", "the private data, when given"],
+    pending: Pending::No,
+    entry: Some("context_virtual::dxgk_create_context_virtual_impl"),
+    gaps: "as 24H2, a NoKmdAccess or SynchronizationOnly context reaches no DDI (create, \
+           destroy, scheduling properties, suspend, resume, root page table); a NoKmdAccess \
+           one's own hardware queues and kernel-mode submissions, which 24H2 runs with no \
+           DDI, are not simulated (a simulation error)",
+};
 
 /// `DxgkCreateContextVirtualImpl` for the caller's structure `a`, in 24H2's order:
 /// 1. `NoKmdAccess` or `TestContext` without test signing: STATUS_INVALID_PARAMETER;
@@ -53,23 +102,23 @@ pub fn dxgk_create_context_virtual_impl(
     device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    type C = CreateContextVirtualCheck;
     if !m.os_config().test_signing && a.Flags & (NO_KMD_ACCESS | TEST_CONTEXT) != 0 {
-        return Err(bad);
+        return Err(C::NoKmdAccess.refuse());
     }
-    let p = device(a.hDevice).ok_or(bad)?;
+    let p = device(a.hDevice).ok_or(C::Device.refuse())?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     let (node, affinity, flags) = (a.NodeOrdinal, a.EngineAffinity, a.Flags);
     ums::check_virtual_context(&sh, node, affinity, flags).map_err(super::status)?;
     let (at, size) = (a.pPrivateDriverData, a.PrivateDriverDataSize);
     if (at == 0) != (size == 0) {
-        return Err(bad);
+        return Err(C::PrivateData.refuse());
     }
     let mut pdd = if size == 0 {
         Vec::new()
     } else if size > MAX_PRIVATE_DATA {
-        return Err(NtStatus(STATUS_NO_MEMORY));
+        return Err(C::NoPool.refuse());
     } else {
         mem.read(at, size)?
     };
@@ -105,6 +154,31 @@ impl CallerMemory for NoCallerMemory {
     }
 }
 
+refusals! {
+    /// `D3DKMTDestroyContext`'s refusals, in 24H2's order.
+    DestroyContextCheck => DESTROY_CONTEXT_CHECKS {
+        Context: "hContext not a context in the caller's handle table" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTDestroyContext`'s row of the thunk catalog ([`super::catalog`]).
+pub const DESTROY_CONTEXT: Thunk = Thunk {
+    name: "D3DKMTDestroyContext",
+    source: Some(&[
+        src("DxgkDestroyContextImpl", 0x1403A0A98),
+        src("DXGCONTEXT::DestroyContext", 0x1402CF0E0),
+        src("DXGCONTEXT::DestroyAllHwQueues", 0x1403A0E60),
+        src("DXGCONTEXT::CreateHwQueue", 0x1402BB7A8),
+        src("DXGHWQUEUE::DestroyCoreState", 0x1402CDD74),
+        src("DXGDOORBELL::DestroyCoreState", 0x1401D804C),
+    ]),
+    checks: DESTROY_CONTEXT_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("context_virtual::dxgk_destroy_context_impl"),
+    gaps: "",
+};
+
 /// `D3DKMTDestroyContext`'s kernel entry, `K:DxgkDestroyContextImpl` @0x1403A0A98: `hContext`
 /// not a context in the caller's handle table (`owner`) is STATUS_INVALID_PARAMETER; else the
 /// context's hardware queues go with it, each with its doorbell
@@ -116,7 +190,7 @@ pub fn dxgk_destroy_context_impl(
     h_context: KmtHandle,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let bad = DestroyContextCheck::Context.refuse();
     let p = owner(h_context).ok_or(bad)?;
     let sh = m.kmt(&p).thunk()?;
     if ums::context_device(&sh, h_context) != Some(p.device) {

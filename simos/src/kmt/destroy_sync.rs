@@ -3,15 +3,42 @@
 //! device sync object of the caller (one the OS made for a queue refused), then as a global
 //! one (none here), then the object destroyed.
 
-use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER};
+use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use super::sync_from_cpu::{CallerProcess, SyncObject};
-use super::{not_in_table, status, SimKmt};
+use super::{status, SimKmt};
 use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums;
+
+refusals! {
+    /// `D3DKMTDestroySynchronizationObject`'s refusals, in 24H2's order.
+    DestroySynchronizationObjectCheck => DESTROY_SYNCHRONIZATION_OBJECT_CHECKS {
+        StructureReadable: "the structure not readable" => ACCESS_VIOLATION,
+            elsewhere "the thunk bridge copies the structure in before the entry";
+        NotCallers: "hSyncObject a device sync object its flags mark not the caller's to destroy" => ACCESS_DENIED;
+        Unknown: "hSyncObject neither a device nor a global sync object in the caller's handle table" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTDestroySynchronizationObject`'s row of the thunk catalog ([`super::catalog`]).
+pub const DESTROY_SYNCHRONIZATION_OBJECT: Thunk = Thunk {
+    name: "D3DKMTDestroySynchronizationObject",
+    source: Some(&[src("DxgkDestroySynchronizationObjectImpl", 0x1403ABF4C)]),
+    checks: DESTROY_SYNCHRONIZATION_OBJECT_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("destroy_sync::dxgk_destroy_synchronization_object_impl"),
+    gaps: "the device sync object's may-destroy flag (tested at +92 bit 1) is clear on the \
+           fences the OS makes for a queue (DXGGLOBAL::CreateSyncObject @0x1402FA1CC's seventh \
+           argument, 0 from DXGHWQUEUE::Initialize @0x1402BBA30 and \
+           DXGPAGINGQUEUE::Initialize @0x140396FF0): the simulation refuses a hardware queue's progress fence and a paging \
+           queue's fence (SimKmt::refuse_os_made_fence) and no other; the simulation makes no \
+           global sync objects, so the second lookup never finds one",
+};
 
 /// `DxgkDestroySynchronizationObjectImpl` (24H2 @0x1403ABF4C) of the caller's `hSyncObject`
 /// `h` (the structure's one field, captured by the caller's bridge; an unreadable one is its
@@ -30,7 +57,7 @@ pub fn dxgk_destroy_synchronization_object_impl(
     h: KmtHandle,
     caller: &dyn CallerProcess,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let bad = DestroySynchronizationObjectCheck::Unknown.refuse();
     let o = caller.object(h).ok_or(bad)?;
     let p = caller.device(o.device).ok_or(bad)?;
     let k = m.kmt(&p);
@@ -42,7 +69,10 @@ pub fn dxgk_destroy_synchronization_object_impl(
             m.destroy_native_fence(&f).map_err(status)?;
         }
         SyncObject::Monitored(_) => {
-            ums::destroy_sync_fence(m, &a, p.device, h).map_err(|e| not_in_table(status(e)))?
+            ums::destroy_sync_fence(m, &a, p.device, h).map_err(|e| match status(e) {
+                s if s.0 == STATUS_INVALID_HANDLE => bad,
+                s => s,
+            })?
         }
     }
     // Fence pages it left empty leave the paging process and go back (no lock held here).
@@ -77,7 +107,7 @@ impl SimKmt<'_> {
             .values()
             .any(|q| q.fence == Some(h) && ours(&q.device));
         if queue || paging.iter().any(ours) {
-            return Err(NtStatus(STATUS_ACCESS_DENIED));
+            return Err(DestroySynchronizationObjectCheck::NotCallers.refuse());
         }
         Ok(())
     }

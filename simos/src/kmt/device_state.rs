@@ -4,9 +4,9 @@
 //! state back. What an application reads to see that its device was lost, and why.
 
 pub use rvgpu_ddi::d3dkmt::D3DKMT_GETDEVICESTATE;
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_umd::kmt::{DeviceExecutionState, KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use crate::machine::Machine;
 use crate::state::ums::{DeviceError, DxgDeviceState};
 use crate::ums::{self, UmsProcess};
@@ -42,6 +42,59 @@ pub enum WrittenBack {
     ResetState,
 }
 
+refusals! {
+    /// `D3DKMTGetDeviceState`'s refusals, in 24H2's order.
+    GetDeviceStateCheck => GET_DEVICE_STATE_CHECKS {
+        ProcessContext: "no process context" => INVALID_PARAMETER,
+            elsewhere "every simulated caller is a process";
+        Device: "StateType not RESET and hDevice not a device handle in the caller's table" => INVALID_PARAMETER;
+        PresentRemoved: "StateType PRESENT or PRESENT_DWM on an adapter not active" => DEVICE_REMOVED;
+        PresentSource: "StateType PRESENT or PRESENT_DWM: PresentState.VidPnSourceId not below the \
+            device's display adapter's source count" => INVALID_PARAMETER,
+            elsewhere "not reached: no simulated device has a display adapter";
+        PresentNoDisplay: "StateType PRESENT or PRESENT_DWM: the device has no display adapter (a \
+            render-only adapter's device)" => INVALID_PARAMETER;
+        DeviceRemoved: "StateType PAGE_FAULT or PRESENT_QUEUE on a device not active (stopped with its \
+            adapter)" => DEVICE_REMOVED;
+        QueueSource: "StateType PRESENT_QUEUE: PresentState.VidPnSourceId not below the adapter's \
+            source count (M:VidSchWaitForQueuedPresentLimit @0x1400F0C50; none on a \
+            render-only adapter)" => INVALID_PARAMETER;
+        QueueError: "StateType PRESENT_QUEUE: the device in error (M:VidSchWaitForQueuedPresentLimit)" => GPU_EXCEPTION_ON_DEVICE,
+            elsewhere "not reached: a render-only adapter has no source, so the source check refuses first";
+        StateType: "StateType 0, or above PRESENT_QUEUE (7 and up)" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTGetDeviceState`'s row of the thunk catalog ([`super::catalog`]).
+pub const GET_DEVICE_STATE: Thunk = Thunk {
+    name: "D3DKMTGetDeviceState",
+    source: Some(&[
+        src("DxgkGetDeviceState", 0x1402AB120),
+        src("DxgkGetDeviceStateInternal", 0x1402AB150),
+        src("DXGDEVICE::GetDeviceExecutionState", 0x1402ABBB0),
+        src("DXGDEVICE::QueryLastCompletedPresentId", 0x1401872E8),
+        src("DXGDEVICE::QueryLastCompletedPresentIdDWM", 0x1402ABF50),
+    ]),
+    checks: GET_DEVICE_STATE_CHECKS,
+    written_back: &[
+        "StateType RESET: ResetState only (DesktopSwitched), without a device",
+        "any other StateType: the whole structure (0x38 bytes), ExecutionState from \
+         VidSch's error reason of the device (7 HUNG, 9 and 19 DMAPAGEFAULT, 14 STOPPED, \
+         none ACTIVE; a stopped device STOPPED), PageFaultState from VidSch's record \
+         (M:VidSchGetDevicePageFaultInformation @0x1400A6FC0)",
+    ],
+    pending: Pending::No,
+    entry: Some("device_state::dxgk_get_device_state_internal"),
+    gaps: "the simulation models no display: a driver that reports VidPn sources is answered \
+           as a render-only adapter; VidSch's page-fault record is not kept (PAGE_FAULT \
+           writes zeros, also for a device put in error by a page fault); DesktopSwitched is \
+           always 0; a DXGDEVICE reset or hung (24H2's states 2 and 3) and the reset flag of \
+           reason 0 are not modelled; the paravirtualised (VMBus) path is not modelled; the \
+           reason of a refused submission (19) is the 22631 build's \
+           (M:SubmitRenderToHwQueue @0x1C00410D0): 24H2's pseudocode shows that call without \
+           its arguments",
+};
+
 /// `DxgkGetDeviceStateInternal` for the caller's structure `a` (a caller with a process
 /// context: the bridge's and SimKmt's callers have one), in 24H2's order (a native adapter):
 /// 1. `StateType` RESET: no device looked up; `ResetState.DesktopSwitched` from the process
@@ -66,7 +119,7 @@ pub fn dxgk_get_device_state_internal(
     a: &mut D3DKMT_GETDEVICESTATE,
     device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<WrittenBack, NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let bad = GetDeviceStateCheck::Device.refuse();
     if a.StateType == DEVICESTATE_RESET {
         // `*(a1 + 8) = v5`: 1 only when the process's desktop check fails; the simulated
         // processes have one desktop.
@@ -82,25 +135,30 @@ pub fn dxgk_get_device_state_internal(
     // both (`K:ADAPTER_RENDER::Stop` @0x14019FC38 stops each device), an adapter-wide reset
     // resets the device (`K:DXGDEVICE::Reset` @0x1401BB7FC).
     let active = ums::device_active(&sh, p.device);
-    let removed = NtStatus(STATUS_DEVICE_REMOVED);
     match a.StateType {
         DEVICESTATE_EXECUTION => {
             set_first_u32(a, execution_state(state, err).0);
             Ok(WrittenBack::All)
         }
-        DEVICESTATE_PRESENT | DEVICESTATE_PRESENT_DWM if !active => Err(removed),
+        DEVICESTATE_PRESENT | DEVICESTATE_PRESENT_DWM if !active => {
+            Err(GetDeviceStateCheck::PresentRemoved.refuse())
+        }
         // No display adapter: the query's own refusal (the `VidPnSourceId` bound is the
         // display adapter's, so it is not reached).
-        DEVICESTATE_PRESENT | DEVICESTATE_PRESENT_DWM => Err(bad),
-        DEVICESTATE_PAGE_FAULT | DEVICESTATE_PRESENT_QUEUE if !active => Err(removed),
+        DEVICESTATE_PRESENT | DEVICESTATE_PRESENT_DWM => {
+            Err(GetDeviceStateCheck::PresentNoDisplay.refuse())
+        }
+        DEVICESTATE_PAGE_FAULT | DEVICESTATE_PRESENT_QUEUE if !active => {
+            Err(GetDeviceStateCheck::DeviceRemoved.refuse())
+        }
         DEVICESTATE_PAGE_FAULT => {
             // `D3DKMT_DEVICEPAGEFAULT_STATE`, the union's first 32 bytes.
             a.State[..4].fill(0);
             Ok(WrittenBack::All)
         }
         // No VidPn source on a render-only adapter.
-        DEVICESTATE_PRESENT_QUEUE => Err(bad),
-        _ => Err(bad),
+        DEVICESTATE_PRESENT_QUEUE => Err(GetDeviceStateCheck::QueueSource.refuse()),
+        _ => Err(GetDeviceStateCheck::StateType.refuse()),
     }
 }
 

@@ -12,9 +12,10 @@ use rvgpu_ddi::d3dkmt::{
     D3DKMT_NOTIFY_WORK_SUBMISSION,
 };
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD;
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_ddi::ntstatus::STATUS_NO_MEMORY;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use crate::machine::Machine;
 use crate::ums::{self, DoorbellCpuState, UmsProcess, DOORBELL_PRIVATE_DATA_MAX};
@@ -46,6 +47,52 @@ pub struct CreatedDoorbell {
     pub cpu: Arc<DoorbellCpuState>,
 }
 
+refusals! {
+    /// `D3DKMTCreateDoorbell`'s refusals, in 24H2's order.
+    CreateDoorbellCheck => CREATE_DOORBELL_CHECKS {
+        PrivateData: "PrivateDriverData without size, or a size without pointer" => INVALID_PARAMETER;
+        PrivateDataSize: "PrivateDriverDataSize above 16" => INVALID_PARAMETER;
+        NoPool: "no pool for the private data" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+        PrivateDataUnreadable: "the private data not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        Flags: "a Flags bit from 2 up" => INVALID_PARAMETER;
+        Queue: "hHwQueue not a user-mode-submission queue in the caller's handle table" => INVALID_PARAMETER;
+        SecondaryCpuVa: "RequireSecondaryCpuVA on an adapter without secondary doorbells" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        AlreadyDoorbell: "a doorbell already on the queue" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's create (`ums::create_doorbell`) makes it";
+        RingBuffer: "hRingBuffer not an allocation of the queue's device" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's create (`ums::create_doorbell`) makes it";
+        RingBufferControl: "hRingBufferControl not an allocation of the queue's device" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's create (`ums::create_doorbell`) makes it";
+    }
+}
+
+/// `D3DKMTCreateDoorbell`'s row of the thunk catalog ([`super::catalog`]).
+pub const CREATE_DOORBELL: Thunk = Thunk {
+    name: "D3DKMTCreateDoorbell",
+    source: Some(&[
+        src("DxgkCreateDoorbellInternal", 0x1401D8A50),
+        src("DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS", 0x140073C48),
+        src("DXGHWQUEUE::CreateDoorbell", 0x1401D7F48),
+        src("DXGDOORBELL::Initialize", 0x1401D9E74),
+    ]),
+    checks: CREATE_DOORBELL_CHECKS,
+    written_back: &[
+        "DoorbellCPUVirtualAddress",
+        "DoorbellSecondaryCPUVirtualAddress (0 without RequireSecondaryCpuVA)",
+        "DoorbellStatusCPUVirtualAddress",
+        "hDoorbell",
+        "the private data, when given",
+    ],
+    pending: Pending::No,
+    entry: Some("doorbell::dxgk_create_doorbell_internal"),
+    gaps: "HwQueueProgressFenceLastQueuedValueCPUVirtualAddress is written only under the \
+           readings that give a user-mode queue a progress fence (24H2 writes none); the \
+           status page's and dummy page's own allocation failures are not modelled",
+};
+
 /// `DxgkCreateDoorbellInternal` for the caller's structure `a`, in 24H2's order, every refusal
 /// STATUS_INVALID_PARAMETER unless said:
 /// 1. private data given half;
@@ -70,10 +117,9 @@ pub fn dxgk_create_doorbell_internal(
     mem: &dyn CallerMemory,
     map: impl FnOnce(&Arc<DoorbellCpuState>) -> Result<DoorbellVas, NtStatus>,
 ) -> Result<CreatedDoorbell, NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
     let (at, size) = (a.PrivateDriverData, a.PrivateDriverDataSize);
     if (at == 0) != (size == 0) {
-        return Err(bad);
+        return Err(CreateDoorbellCheck::PrivateData.refuse());
     }
     // The lookup has no effect of its own; it names the adapter whose triage log BR-96 reaches.
     let p = owner(a.hHwQueue);
@@ -84,7 +130,7 @@ pub fn dxgk_create_doorbell_internal(
                  {DOORBELL_PRIVATE_DATA_MAX:#x}"
             ));
         }
-        return Err(bad);
+        return Err(CreateDoorbellCheck::PrivateDataSize.refuse());
     }
     let mut pdd = if size == 0 {
         Vec::new()
@@ -92,16 +138,21 @@ pub fn dxgk_create_doorbell_internal(
         mem.read(at, size)?
     };
     if a.Flags & !CREATE_FLAGS_DEFINED != 0 {
-        return Err(bad);
+        return Err(CreateDoorbellCheck::Flags.refuse());
     }
-    let p = p.ok_or(bad)?;
+    let queue_check = CreateDoorbellCheck::Queue.refuse();
+    let p = p.ok_or(queue_check)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    let (user_mode, _) = ums::device_queue_kind(&sh, p.device, a.hHwQueue).ok_or(bad)?;
-    if !user_mode || a.Flags & REQUIRE_SECONDARY_CPU_VA != 0 {
-        return Err(bad);
+    let (user_mode, _) = ums::device_queue_kind(&sh, p.device, a.hHwQueue).ok_or(queue_check)?;
+    if !user_mode {
+        return Err(queue_check);
     }
-    doorbell_api_locks(&sh, &p)?;
+    // No simulated adapter has secondary doorbells.
+    if a.Flags & REQUIRE_SECONDARY_CPU_VA != 0 {
+        return Err(CreateDoorbellCheck::SecondaryCpuVa.refuse());
+    }
+    doorbell_api_locks(&sh, &p, CreateDoorbellCheck::DeviceActive.refuse())?;
     let (queue, ring, control) = (a.hHwQueue, a.hRingBuffer, a.hRingBufferControl);
     let db = ums::create_doorbell(&sh, p.device, queue, ring, control, a.Flags, &mut pdd)
         .map_err(super::status)?;
@@ -110,7 +161,7 @@ pub fn dxgk_create_doorbell_internal(
         let _ = m.reap_allocations(&sh);
         e
     };
-    let vas = map(&db.cpu).map_err(|_| undo(NtStatus(STATUS_NO_MEMORY)))?;
+    let vas = map(&db.cpu).map_err(|_| undo(gap(STATUS_NO_MEMORY)))?;
     if !pdd.is_empty() {
         mem.write(at, &pdd).map_err(undo)?;
     }
@@ -131,8 +182,12 @@ pub fn dxgk_create_doorbell_internal(
 /// notify and destroy entries take once the queue is found: the device's core access
 /// (`K:COREDEVICEACCESS::AcquireShared`), so a device stopped by an adapter-wide reset is
 /// STATUS_DEVICE_REMOVED while one VidSch merely put in error goes on.
-fn doorbell_api_locks(sh: &crate::adapter::AdapterShared, p: &UmsProcess) -> Result<(), NtStatus> {
-    super::lock::device_active(sh, p.device)
+fn doorbell_api_locks(
+    sh: &crate::adapter::AdapterShared,
+    p: &UmsProcess,
+    refusal: NtStatus,
+) -> Result<(), NtStatus> {
+    super::lock::device_active(sh, p.device, refusal)
 }
 
 /// The process and adapter of doorbell `h` in the caller's handle table (`owner`), else
@@ -141,8 +196,8 @@ fn doorbell_owner(
     m: &Machine,
     h: KmtHandle,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
+    bad: NtStatus,
 ) -> Result<(UmsProcess, Arc<crate::adapter::AdapterShared>), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
     let p = owner(h).ok_or(bad)?;
     let sh = m.kmt(&p).thunk()?;
     if !ums::device_has_doorbell(&sh, p.device, h) {
@@ -150,6 +205,36 @@ fn doorbell_owner(
     }
     Ok((p, sh))
 }
+
+refusals! {
+    /// `D3DKMTConnectDoorbell`'s refusals, in 24H2's order.
+    ConnectDoorbellCheck => CONNECT_DOORBELL_CHECKS {
+        Flags: "Flags non-zero" => INVALID_PARAMETER;
+        Doorbell: "hDoorbell not a doorbell in the caller's handle table" => INVALID_PARAMETER;
+        QueueGoing: "the doorbell's queue being destroyed" => INVALID_PARAMETER,
+            elsewhere "not modelled: a simulated queue destroy is never seen half-way";
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        Aborted: "the doorbell's status DISCONNECTED_ABORT" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's connect (`ums::connect_doorbell`) makes it";
+    }
+}
+
+/// `D3DKMTConnectDoorbell`'s row of the thunk catalog ([`super::catalog`]).
+pub const CONNECT_DOORBELL: Thunk = Thunk {
+    name: "D3DKMTConnectDoorbell",
+    source: Some(&[
+        src("DxgkConnectDoorbellInternal", 0x1401D846C),
+        src("DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS", 0x140073C48),
+    ]),
+    checks: CONNECT_DOORBELL_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("doorbell::dxgk_connect_doorbell_internal"),
+    gaps: "a doorbell whose status is CONNECTED or CONNECTED_NOTIFY_KMD succeeds with no \
+           DDI, as in 24H2; the simulation keys this on its own connection state, which \
+           the status page mirrors; a device VidSch put in error connects (only a stopped \
+           device is refused)",
+};
 
 /// `DxgkConnectDoorbellInternal`: `Flags` non-zero, then `hDoorbell` not a doorbell in the
 /// caller's handle table, are STATUS_INVALID_PARAMETER; then the device not active
@@ -162,12 +247,43 @@ pub fn dxgk_connect_doorbell_internal(
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
     if a.Flags != 0 {
-        return Err(NtStatus(STATUS_INVALID_PARAMETER));
+        return Err(ConnectDoorbellCheck::Flags.refuse());
     }
-    let (p, sh) = doorbell_owner(m, a.hDoorbell, owner)?;
-    doorbell_api_locks(&sh, &p)?;
+    let (p, sh) = doorbell_owner(
+        m,
+        a.hDoorbell,
+        owner,
+        ConnectDoorbellCheck::Doorbell.refuse(),
+    )?;
+    doorbell_api_locks(&sh, &p, ConnectDoorbellCheck::DeviceActive.refuse())?;
     ums::connect_doorbell(&sh, p.device, a.hDoorbell).map_err(super::status)
 }
+
+refusals! {
+    /// `D3DKMTNotifyWorkSubmission`'s refusals, in 24H2's order.
+    NotifyWorkSubmissionCheck => NOTIFY_WORK_SUBMISSION_CHECKS {
+        Flags: "Flags non-zero" => INVALID_PARAMETER;
+        Doorbell: "hDoorbell not a doorbell in the caller's handle table" => INVALID_PARAMETER;
+        QueueGoing: "the doorbell's queue being destroyed" => INVALID_PARAMETER,
+            elsewhere "not modelled: a simulated queue destroy is never seen half-way";
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        NotConnected: "the doorbell's status not CONNECTED_NOTIFY_KMD" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTNotifyWorkSubmission`'s row of the thunk catalog ([`super::catalog`]).
+pub const NOTIFY_WORK_SUBMISSION: Thunk = Thunk {
+    name: "D3DKMTNotifyWorkSubmission",
+    source: Some(&[
+        src("DxgkNotifyWorkSubmissionInternal", 0x1401D98CC),
+        src("DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS", 0x140073C48),
+    ]),
+    checks: NOTIFY_WORK_SUBMISSION_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("doorbell::dxgk_notify_work_submission_internal"),
+    gaps: "a NoKmdAccess context (success with no DDI) is not modelled",
+};
 
 /// `DxgkNotifyWorkSubmissionInternal`: `Flags` non-zero, then `hDoorbell` not a doorbell in
 /// the caller's handle table, are STATUS_INVALID_PARAMETER; then the device not active
@@ -179,18 +295,43 @@ pub fn dxgk_notify_work_submission_internal(
     a: &D3DKMT_NOTIFY_WORK_SUBMISSION,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
     if a.Flags != 0 {
-        return Err(bad);
+        return Err(NotifyWorkSubmissionCheck::Flags.refuse());
     }
-    let (p, sh) = doorbell_owner(m, a.hDoorbell, owner)?;
-    doorbell_api_locks(&sh, &p)?;
+    let bad = NotifyWorkSubmissionCheck::Doorbell.refuse();
+    let (p, sh) = doorbell_owner(m, a.hDoorbell, owner, bad)?;
+    doorbell_api_locks(&sh, &p, NotifyWorkSubmissionCheck::DeviceActive.refuse())?;
     let status = ums::doorbell_info(&sh, a.hDoorbell).map(|d| d.status);
     if status != Some(D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD) {
-        return Err(bad);
+        return Err(NotifyWorkSubmissionCheck::NotConnected.refuse());
     }
     ums::notify_work_submission(&sh, p.device, a.hDoorbell).map_err(super::status)
 }
+
+refusals! {
+    /// `D3DKMTDestroyDoorbell`'s refusals, in 24H2's order.
+    DestroyDoorbellCheck => DESTROY_DOORBELL_CHECKS {
+        Doorbell: "hDoorbell not a doorbell in the caller's handle table" => INVALID_PARAMETER;
+        QueueGoing: "the doorbell's queue being destroyed" => INVALID_PARAMETER,
+            elsewhere "not modelled: a simulated queue destroy is never seen half-way";
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+    }
+}
+
+/// `D3DKMTDestroyDoorbell`'s row of the thunk catalog ([`super::catalog`]).
+pub const DESTROY_DOORBELL: Thunk = Thunk {
+    name: "D3DKMTDestroyDoorbell",
+    source: Some(&[
+        src("DxgkDestroyDoorbellInternal", 0x1401D9494),
+        src("DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS", 0x140073C48),
+        src("DXGDOORBELL::DestroyCoreState", 0x1401D804C),
+    ]),
+    checks: DESTROY_DOORBELL_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("doorbell::dxgk_destroy_doorbell_internal"),
+    gaps: "",
+};
 
 /// `DxgkDestroyDoorbellInternal`: `hDoorbell` not a doorbell in the caller's handle table is
 /// STATUS_INVALID_PARAMETER, the device not active (`DXGDOORBELLAPILOCKS`)
@@ -203,8 +344,9 @@ pub fn dxgk_destroy_doorbell_internal(
     h_doorbell: KmtHandle,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
-    let (p, sh) = doorbell_owner(m, h_doorbell, owner)?;
-    doorbell_api_locks(&sh, &p)?;
+    let bad = DestroyDoorbellCheck::Doorbell.refuse();
+    let (p, sh) = doorbell_owner(m, h_doorbell, owner, bad)?;
+    doorbell_api_locks(&sh, &p, DestroyDoorbellCheck::DeviceActive.refuse())?;
     ums::destroy_doorbell_thunk(&sh, p.device, h_doorbell).map_err(super::status)?;
     m.reap_allocations(&sh).map_err(super::status)
 }

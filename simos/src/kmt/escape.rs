@@ -16,6 +16,7 @@ use rvgpu_ddi::HANDLE;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::adapter::AdapterTable;
+use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::escape_types as types;
 use crate::adapter::ddi::{self, At};
@@ -67,6 +68,118 @@ fn context_of(m: &Machine, d: &UmsProcess, h: KmtHandle) -> bool {
             .is_some_and(|c| c.device == d.device)
     })
 }
+
+refusals! {
+    /// `D3DKMTEscape`'s refusals, in 24H2's order.
+    EscapeCheck => ESCAPE_CHECKS (unlinked) {
+        ProcessContext: "no process context" => INVALID_PARAMETER,
+            elsewhere "every simulated caller is a process";
+        TypeVIDMMVIDSCH: "Type VIDMM, VIDSCH, 28 or 29 without test signing or DRT" => ACCESS_DENIED;
+        TypeVIDMMPrivateDriverDataSize: "Type VIDMM: PrivateDriverDataSize under 0x840" => INVALID_PARAMETER;
+        PrivateDriverDataSizeOverX200: "PrivateDriverDataSize over 0x200 and no pool for the kernel copy" => NO_MEMORY;
+        PPrivateDriverDataReadablePrivateDriverDataSize: "pPrivateDriverData not readable for PrivateDriverDataSize bytes (copied before \
+            any handle is looked at)" => ACCESS_VIOLATION;
+        FlagsDriverKnownEscapeType: "Flags.DriverKnownEscape with a Type other than DRIVERPRIVATE, hAdapter 0 or \
+            Flags.HardwareAccess" => INVALID_PARAMETER;
+        TypeDRTTEST: "Type DRT_TEST: PrivateDriverDataSize under 12 or under its second dword, or the \
+            first dword not the DRT signature" => INVALID_PARAMETER;
+        TypeDRTTEST2: "Type DRT_TEST without test signing or DRT (InternalEscapeEnabled)" => ACCESS_DENIED;
+        TypeDIAGNOSTICSGET: "Type DIAGNOSTICS or GET_EXTERNAL_DIAGNOSTICS: PrivateDriverDataSize under 4 or \
+            not its first dword + 4" => INVALID_PARAMETER;
+        TypeFORCEBDDFALLBACK: "Type FORCE_BDDFALLBACK_HEADLESS or SOFTGPU_ENABLE_DISABLE_HMD without test signing" => ACCESS_DENIED;
+        TypeFORCEBDDFALLBACK2: "Type FORCE_BDDFALLBACK_HEADLESS: PrivateDriverDataSize not 1" => INVALID_PARAMETER;
+        TypeREQUESTMACHINE: "Type REQUEST_MACHINE_CRASH: PrivateDriverDataSize not 24" => INVALID_PARAMETER;
+        TypeREQUESTMACHINE2: "Type REQUEST_MACHINE_CRASH (no crash on request)" => UNSUCCESSFUL;
+        TypeSOFTGPUENABLE: "Type SOFTGPU_ENABLE_DISABLE_HMD: PrivateDriverDataSize not 200" => INVALID_PARAMETER;
+        TypeLOGCODEPOINT: "Type LOG_CODEPOINT_PACKET: PrivateDriverDataSize not 16" => INVALID_PARAMETER;
+        TypeLOGUSERMODE: "Type LOG_USERMODE_DAIG_PACKET: PrivateDriverDataSize under 0x30 or under its \
+            second dword, or that dword 0x400 or more" => INVALID_PARAMETER;
+        TypeCCDDATABASE: "Type CCD_DATABASE: PrivateDriverDataSize under 4" => INVALID_PARAMETER;
+        TypeBDDFALLBACK: "Type BDD_FALLBACK with no basic display adapter to fall back to" => NOT_FOUND;
+        HAdapterAdapterHandle: "hAdapter not an adapter handle in the caller's table, 0 included (the types \
+            the kernel answers without an adapter end before this)" => INVALID_PARAMETER;
+        HDeviceDeviceHAdapter: "hDevice not 0 and not a device of hAdapter's adapter in the caller's table" => INVALID_PARAMETER;
+        HContextContextHDevice: "hContext not 0 and not a context of hDevice" => INVALID_PARAMETER;
+        AdapterDDIVersion: "an adapter of DDI version 0x5023 or later: Flags.Reserved or Flags bits 8..31 \
+            set" => INVALID_PARAMETER;
+        AdapterDDIVersion2: "an adapter of DDI version 0x5023 or later: Flags.VirtualMachineData set" => INVALID_PARAMETER;
+        DRIVERPRIVATEWithoutAdapter: "DRIVERPRIVATE without adapter access (Flags.DriverCommonEscape, \
+            Flags.NoAdapterSynchronization from DDI version 0x5023, or a hybrid discrete \
+            adapter): the adapter not active" => DEVICE_REMOVED;
+        AdapterActiveStarted: "the adapter not active: not started, or removed (COREADAPTERACCESS::AcquireShared \
+            reads DXGADAPTER +200)" => DEVICE_REMOVED;
+        DeviceActive: "hDevice not 0 and the device not active (DXGDEVICE +608: stopped with its \
+            adapter; a device VidSch put in error is active)" => DEVICE_REMOVED;
+        FlagsDriverKnownEscapeRender: "Flags.DriverKnownEscape and no render adapter paired with hAdapter" => INVALID_PARAMETER;
+        DRIVERPRIVATEDriverHas: "DRIVERPRIVATE: the driver has no DxgkDdiEscape" => NOT_SUPPORTED;
+        DRIVERPRIVATEPrivateDriverDataSizePPrivateDriverData: "DRIVERPRIVATE: PrivateDriverDataSize 0 or pPrivateDriverData NULL" => INVALID_PARAMETER;
+        DRIVERPRIVATEVendorX1002: "DRIVERPRIVATE to a vendor 0x1002 adapter without adapter flag 8: \
+            PrivateDriverDataSize under 12, or the third dword, its low byte \
+            cleared, 0x01000C00, 0x01000D00 or 0x01000E00" => NOT_SUPPORTED;
+        DRIVERPRIVATEFlagsDriverCommonEscape: "DRIVERPRIVATE with Flags.DriverCommonEscape" => NOT_SUPPORTED;
+        TypeVIDMMCommand: "Type VIDMM command 9 (suspend) without its fifth dword and without DRT" => ACCESS_DENIED;
+        TypeTDRDBGCTRLPrivateDriverDataSize: "Type TDRDBGCTRL: PrivateDriverDataSize under 4 with data, a command above 8, or \
+            command 8 with PrivateDriverDataSize under 8" => INVALID_PARAMETER;
+        TypeTDRDBGCTRLCommands: "Type TDRDBGCTRL: commands 3 to 8 without TdrTestMode in the registry" => NOT_SUPPORTED;
+        TypeVIDSCHCommand: "Type VIDSCH: command 2, or command 3 without Flags.HardwareAccess" => INVALID_PARAMETER;
+        TypeDEVICEPrivateDriverDataSize: "Type DEVICE: PrivateDriverDataSize under 12 or hDevice 0" => INVALID_PARAMETER;
+        TypeDMMOUTPUTDUPL: "Type DMM, OUTPUTDUPL_SNAPSHOT, OUTPUTDUPL_DIAGNOSTICS or MODES_PRUNED_OUT (also \
+            through ACTIVATE_SPECIFIC_DIAG) on an adapter without a display core" => NOT_SUPPORTED;
+        TypeDEBUGSNAPSHOT: "Type DEBUG_SNAPSHOT: PrivateDriverDataSize under 8" => INVALID_PARAMETER;
+        TypeBDDPNP: "Type BDD_PNP to an adapter that is not the basic display driver's" => GRAPHICS_INVALID_DISPLAY_ADAPTER;
+        TypeACTIVATESPECIFIC: "Type ACTIVATE_SPECIFIC_DIAG: PrivateDriverDataSize not 8, or the first dword \
+            neither 0 nor MODES_PRUNED_OUT" => INVALID_PARAMETER;
+        TypeWHQLINFO: "Type WHQL_INFO: PrivateDriverDataSize under 4" => INVALID_PARAMETER;
+        TypeBRIGHTNESSWithout: "Type BRIGHTNESS without Flags.HardwareAccess or with PrivateDriverDataSize under \
+            0x60C" => INVALID_PARAMETER;
+        TypeEDIDCACHE: "Type EDID_CACHE: PrivateDriverDataSize under 4 or not its first dword + 4" => INVALID_PARAMETER;
+        TypeHISTORYBUFFER: "Type HISTORY_BUFFER_STATUS: PrivateDriverDataSize under 8 or hDevice 0" => INVALID_PARAMETER;
+        TypeMIRACASTADAPTER: "Type MIRACAST_ADAPTER_DIAG_INFO: PrivateDriverDataSize not 32" => INVALID_PARAMETER;
+        TypePROCESSVERIFIER: "Type PROCESS_VERIFIER_OPTION or ADAPTER_VERIFIER_OPTION: under 0x20 bytes, or a \
+            field out of its range" => INVALID_PARAMETER;
+        TypeDODSET: "Type DOD_SET_DIRTYRECT_MODE to an adapter with a render core, or \
+            GET_DISPLAY_CONFIGURATIONS to one without a display core" => INVALID_PARAMETER;
+        TypeQUERYIOMMU: "Type QUERY_IOMMU_STATUS or QUERY_DMA_REMAPPING_STATUS: PrivateDriverDataSize 0" => INVALID_PARAMETER;
+        TypeBelowH2: "a Type below 1024 that 24H2 does not know (7, 19, 22, 26, 35, 40 and up)" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTEscape`'s row of the thunk catalog ([`super::catalog`]).
+pub const ESCAPE: Thunk = Thunk {
+    name: "D3DKMTEscape",
+    source: Some(&[
+        src("DxgkEscape", 0x140419AB0),
+        src("DxgkpDriverKnownEscape", 0x1403C1B14),
+    ]),
+    checks: ESCAPE_CHECKS,
+    written_back: &[
+        "pPrivateDriverData: the kernel copy as the driver or the known escape left it, on \
+         any NT_SUCCESS status (not on STATUS_BUFFER_OVERFLOW)",
+        "pPrivateDriverData after the adapter's checks, on success: HISTORY_BUFFER_STATUS \
+         (first byte 0 without history tracing, second dword 0), QUERY_IOMMU_STATUS and \
+         QUERY_DMA_REMAPPING_STATUS (first byte 0 without an IOMMU), ACTIVATE_SPECIFIC_DIAG \
+         command 0 and VIDSCH command 3 (as captured)",
+    ],
+    pending: Pending::No,
+    entry: Some("escape::dxgk_escape"),
+    gaps: "Win32k's types (1024 and up) are STATUS_NOT_SUPPORTED (24H2 hands them to Win32k, \
+           which the simulation has not); so is what 24H2 answers from state the simulation \
+           keeps none of, past that type's checks: VidMm's evictions, suspend and other \
+           commands, VidSch's commands but 2 and 3, DRT tests with test signing, the \
+           diagnostics buffers, Miracast and IDD requests, SoftGPU HMDs, the CCD database, \
+           TDRDBGCTRL commands 0 to 2 and without data, DEVICE (DXGDEVICE::Escape), \
+           DEBUG_SNAPSHOT, WHQL_INFO, BRIGHTNESS, EDID_CACHE, MIRACAST_ADAPTER_DIAG_INFO \
+           (and its IsDiagnosticAllowed refusal) and the verifier options; a delay (VIDSCH \
+           command 3) does not sleep; DRT is taken as off and the process as neither on the \
+           console session nor admin; the vendor 0x1002 check is not made (the simulated \
+           adapter is not that vendor's); adapter access (exclusive with \
+           Flags.HardwareAccess, which also flushes the scheduler) is not taken: an adapter \
+           not active is STATUS_DEVICE_REMOVED whatever the flags; the known escape's and \
+           DxgkDdiEscape's statuses are returned as they are; the harness's simulated backend \
+           names no adapter handle and starts at the known escape's own checks \
+           (SimKmt::escape_driver_private goes through the entry with its process's adapter \
+           and device); the GPU-PV forward to the host is not modelled",
+};
 
 /// `DxgkEscape` for the caller's structure `a`, in 24H2's order, STATUS_INVALID_PARAMETER
 /// unless said:
@@ -147,7 +260,7 @@ pub fn dxgk_escape(
         return Err(removed);
     }
     if let Some(d) = device {
-        super::lock::device_active(shared, d.device)?;
+        super::lock::device_active(shared, d.device, EscapeCheck::DeviceActive.refuse())?;
     }
     if a.Type != ESCAPE_DRIVERPRIVATE {
         if types::with_adapter(a, &mut data, device.is_some())? && !data.is_empty() {
@@ -231,12 +344,10 @@ fn driver_private(
     shared
         .observer()
         .handed(&rvgpu_ddi::handover::ESCAPE, &args);
-    let s = ddi::call(shared, escape, At::Caller, |f| {
-        // SAFETY: the driver's DDI with its context and a valid argument block whose data
-        // pointer names `data` (`PrivateDriverDataSize` bytes) for the call.
-        unsafe { f(ctx, &args) }
-    })
-    .map_err(super::status)?;
+    // The block was audited just above (`handed`), so the call skips the central audit.
+    let s = escape
+        .call_unaudited(shared, At::Caller, (ctx, &args))
+        .map_err(super::status)?;
     if s < 0 {
         return Err(st(s));
     }

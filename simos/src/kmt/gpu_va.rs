@@ -14,6 +14,7 @@ use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
+use super::catalog::row::*;
 pub use rvgpu_ddi::d3dkmt::{
     D3DDDI_MAPGPUVIRTUALADDRESS, D3DDDI_RESERVEGPUVIRTUALADDRESS,
     D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION, D3DKMT_FREEGPUVIRTUALADDRESS,
@@ -37,6 +38,31 @@ fn bad() -> NtStatus {
     NtStatus(STATUS_INVALID_PARAMETER)
 }
 
+refusals! {
+    /// `D3DKMTReserveGpuVirtualAddress`'s refusals, in 24H2's order.
+    ReserveGpuVirtualAddressCheck => RESERVE_GPU_VIRTUAL_ADDRESS_CHECKS {
+        Type: "ReservationType above RESERVE_ZERO" => INVALID_PARAMETER;
+        Handle: "hPagingQueue neither a paging queue nor an adapter in the caller's handle table" => INVALID_PARAMETER;
+        ZeroOnAdapter: "RESERVE_ZERO named by an adapter" => INVALID_PARAMETER;
+        NegativeType: "a negative ReservationType" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTReserveGpuVirtualAddress`'s row of the thunk catalog ([`super::catalog`]).
+pub const RESERVE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
+    name: "D3DKMTReserveGpuVirtualAddress",
+    source: Some(&[src("DxgkReserveGpuVirtualAddress", 0x140399110)]),
+    checks: RESERVE_GPU_VIRTUAL_ADDRESS_CHECKS,
+    written_back: &[
+        "VirtualAddress",
+        "PagingFenceValue (the caller's own unless VidMm sets one)",
+    ],
+    pending: Pending::No,
+    entry: Some("gpu_va::dxgk_reserve_gpu_virtual_address"),
+    gaps: "VidMm's reserve not read in 24H2 (the simulated VidMm's rules); RESERVE_ZERO \
+           is not modelled",
+};
+
 /// `DxgkReserveGpuVirtualAddress` for the caller's structure `a`, in 24H2's order:
 /// 1. `ReservationType` above `RESERVE_ZERO` (a signed compare: `NO_COMMIT` and up):
 ///    STATUS_INVALID_PARAMETER;
@@ -53,16 +79,20 @@ pub fn dxgk_reserve_gpu_virtual_address(
     a: &mut D3DDDI_RESERVEGPUVIRTUALADDRESS,
     open: impl FnOnce(u32) -> Option<VaHandle>,
 ) -> Result<(), NtStatus> {
+    type C = ReserveGpuVirtualAddressCheck;
     if a.ReservationType > RESERVE_ZERO {
-        return Err(bad());
+        return Err(C::Type.refuse());
     }
-    let (p, queue) = match open(a.hPagingQueue).ok_or_else(bad)? {
+    let (p, queue) = match open(a.hPagingQueue).ok_or(C::Handle.refuse())? {
         VaHandle::PagingQueue(p) => (p, true),
         VaHandle::Adapter(p) => (p, false),
     };
     let reserved0 = a.ReservationType as u32;
-    if (reserved0 == 1 && !queue) || reserved0 > 1 {
-        return Err(bad());
+    if reserved0 == 1 && !queue {
+        return Err(C::ZeroOnAdapter.refuse());
+    }
+    if reserved0 > 1 {
+        return Err(C::NegativeType.refuse());
     }
     let r = ReserveGpuVa {
         base: a.BaseAddress,
@@ -87,6 +117,38 @@ const PROTECTION_ACCESS: u64 =
 const PROTECTION_NO_ALLOCATION: u64 = GpuVaProtection::ZERO.0 | GpuVaProtection::NO_ACCESS.0;
 /// VidMm rounds the addresses down to whole pages.
 const PAGE_MASK: u64 = !(rvgpu_hw::PAGE_SIZE - 1);
+
+refusals! {
+    /// `D3DKMTMapGpuVirtualAddress`'s refusals, in 24H2's order.
+    MapGpuVirtualAddressCheck => MAP_GPU_VIRTUAL_ADDRESS_CHECKS {
+        Queue: "hPagingQueue not in the caller's handle table" => INVALID_PARAMETER;
+        Protection: "Protection.SystemUseOnly or a reserved bit" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        Allocation: "without Zero or NoAccess, hAllocation not in the caller's handle table" => INVALID_PARAMETER;
+        NoVidMmAllocation: "hAllocation without a VidMm allocation" => INVALID_PARAMETER,
+            elsewhere "not modelled: every simulated allocation has its VidMm allocation";
+        OtherDevice: "hAllocation of another device than the paging queue's" => INVALID_PARAMETER;
+        NoAccessWithAccess: "NoAccess with Write, Execute or Zero" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTMapGpuVirtualAddress`'s row of the thunk catalog ([`super::catalog`]).
+pub const MAP_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
+    name: "D3DKMTMapGpuVirtualAddress",
+    source: Some(&[
+        src("DxgkMapGpuVirtualAddress", 0x140321DB0),
+        src("VIDMM_GLOBAL::VidMmMapGpuVirtualAddress", 0x1400F4F90),
+    ]),
+    checks: MAP_GPU_VIRTUAL_ADDRESS_CHECKS,
+    written_back: &["VirtualAddress and PagingFenceValue, on success and on STATUS_PENDING"],
+    pending: Pending::When("paging queued ahead on the queue: PagingFenceValue not reached"),
+    entry: Some("gpu_va::dxgk_map_gpu_virtual_address"),
+    gaps: "M:VIDMM_GLOBAL::VidMmMapGpuVirtualAddressInternal @0x1400F5180 read for the \
+           repeat (a range longer than the allocation past OffsetInPages repeats it, as \
+           modelled) and DriverProtection (passed on unchecked); its other range rules are \
+           the simulated VidMm's, after 24H2's rounding of the three addresses down to 4 KiB; \
+           Zero mappings are not modelled",
+};
 
 /// `DxgkMapGpuVirtualAddress` for the caller's structure `a`, in 24H2's order:
 /// 1. `hPagingQueue` not a paging queue in the caller's table (`queue`: its device):
@@ -113,19 +175,24 @@ pub fn dxgk_map_gpu_virtual_address(
     queue: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(u32) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
-    let p = queue(a.hPagingQueue).ok_or_else(bad)?;
+    type C = MapGpuVirtualAddressCheck;
+    let p = queue(a.hPagingQueue).ok_or(C::Queue.refuse())?;
     let prot = a.Protection;
     if prot & PROTECTION_REFUSED != 0 {
-        return Err(bad());
+        return Err(C::Protection.refuse());
     }
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    super::lock::device_active(&sh, p.device)?;
-    if prot & PROTECTION_NO_ALLOCATION == 0 && allocation(a.hAllocation) != Some(p.device) {
-        return Err(bad());
+    super::lock::device_active(&sh, p.device, C::DeviceActive.refuse())?;
+    if prot & PROTECTION_NO_ALLOCATION == 0 {
+        match allocation(a.hAllocation) {
+            None => return Err(C::Allocation.refuse()),
+            Some(d) if d != p.device => return Err(C::OtherDevice.refuse()),
+            Some(_) => {}
+        }
     }
     if prot & GpuVaProtection::NO_ACCESS.0 != 0 && prot & PROTECTION_ACCESS != 0 {
-        return Err(bad());
+        return Err(C::NoAccessWithAccess.refuse());
     }
     let r = MapGpuVa {
         paging_queue: a.hPagingQueue,
@@ -146,6 +213,24 @@ pub fn dxgk_map_gpu_virtual_address(
     Ok(())
 }
 
+refusals! {
+    /// `D3DKMTFreeGpuVirtualAddress`'s refusals, in 24H2's order.
+    FreeGpuVirtualAddressCheck => FREE_GPU_VIRTUAL_ADDRESS_CHECKS {
+        Adapter: "hAdapter not in the caller's handle table" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTFreeGpuVirtualAddress`'s row of the thunk catalog ([`super::catalog`]).
+pub const FREE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
+    name: "D3DKMTFreeGpuVirtualAddress",
+    source: Some(&[src("DxgkFreeGpuVirtualAddress", 0x14039BD40)]),
+    checks: FREE_GPU_VIRTUAL_ADDRESS_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("gpu_va::dxgk_free_gpu_virtual_address"),
+    gaps: "VidMm's free not read in 24H2 (the simulated VidMm's rules)",
+};
+
 /// `DxgkFreeGpuVirtualAddress` for the caller's structure `a`, in 24H2's order:
 /// 1. `hAdapter` not an adapter in the caller's table (`adapter`: the device whose VA space
 ///    it is): STATUS_INVALID_PARAMETER;
@@ -157,7 +242,7 @@ pub fn dxgk_free_gpu_virtual_address(
     a: &D3DKMT_FREEGPUVIRTUALADDRESS,
     adapter: impl FnOnce(u32) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
-    let p = adapter(a.hAdapter).ok_or_else(bad)?;
+    let p = adapter(a.hAdapter).ok_or(FreeGpuVirtualAddressCheck::Adapter.refuse())?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     crate::vidmm::va::gpu_va_free(m, &sh, p.device, a.BaseAddress, a.Size).map_err(super::status)
@@ -249,6 +334,78 @@ pub trait UpdateCaller {
     fn fence(&self, h: u32) -> Option<(KmtHandle, crate::sync::fence::MonitoredFence)>;
 }
 
+refusals! {
+    /// `D3DKMTUpdateGpuVirtualAddress`'s refusals, in 24H2's order.
+    UpdateGpuVirtualAddressCheck => UPDATE_GPU_VIRTUAL_ADDRESS_CHECKS {
+        StructureUnreadable: "the structure not readable" => ACCESS_VIOLATION,
+            elsewhere "the thunk bridge copies the structure in before the entry";
+        NumOperations: "NumOperations 0" => INVALID_PARAMETER;
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        Context: "hContext not in the caller's handle table" => INVALID_PARAMETER;
+        ContextOtherDevice: "hContext of another device than hDevice" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED,
+            elsewhere "VidMm's update (`vidmm::va::update`) makes it";
+        NoGpuVa: "the adapter without GPU virtual addressing" => INVALID_PARAMETER,
+            elsewhere "VidMm's update (`vidmm::va::update`) makes it";
+        NoSchedulerContext: "the context without a VidSch or a VidMm context" => INVALID_PARAMETER,
+            elsewhere "VidMm's update (`vidmm::va::update`) makes it";
+        TooMany: "NumOperations times 64 bytes above 4 GiB" => INVALID_PARAMETER;
+        OperationsPool: "no pool for the operations" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+        OperationsUnreadable: "Operations not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`UpdateCaller::operations`)";
+        Type: "an operation's Type above MAP_PROTECT" => INVALID_PARAMETER;
+        MapWithoutAllocation: "a MAP or MAP_PROTECT with hAllocation 0" => INVALID_PARAMETER;
+        ReferencesPool: "no pool for the allocation references" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+        Allocation: "an hAllocation not in the caller's handle table" => INVALID_PARAMETER;
+        AllocationOtherAdapter: "an hAllocation of another adapter than hDevice's" => INVALID_PARAMETER,
+            elsewhere "VidMm's update (`vidmm::va::update`) makes it";
+        Fence: "hFenceObject not a device sync object in the caller's handle table" => INVALID_PARAMETER;
+        FenceOtherDevice: "hFenceObject of another device than hDevice" => INVALID_PARAMETER;
+        Range: "an operation's range wrapping, empty, not 4 KiB aligned or past the top of the \
+            space" => INVALID_PARAMETER,
+            elsewhere "VidMm's update (`vidmm::va::update`) makes it";
+        MapOffset: "a MAP's AllocationOffsetInBytes or AllocationSizeInBytes not 4 KiB aligned, \
+            above SizeInBytes or not dividing it" => INVALID_PARAMETER,
+            elsewhere "VidMm's update (`vidmm::va::update`) makes it";
+        MapPastEnd: "a MAP's allocation range past the allocation's end" => INVALID_PARAMETER,
+            elsewhere "VidMm's update (`vidmm::va::update`) makes it";
+        CopyOverlap: "a COPY whose source overlaps its destination" => INVALID_PARAMETER,
+            elsewhere "VidMm's update (`vidmm::va::update`) makes it";
+        NotReserved: "the targets or the COPY sources not in one range the process reserved" => INVALID_PARAMETER,
+            elsewhere "VidMm's update (`vidmm::va::update`) makes it";
+    }
+}
+
+/// `D3DKMTUpdateGpuVirtualAddress`'s row of the thunk catalog ([`super::catalog`]).
+pub const UPDATE_GPU_VIRTUAL_ADDRESS: Thunk = Thunk {
+    name: "D3DKMTUpdateGpuVirtualAddress",
+    source: Some(&[
+        src("DxgkUpdateGpuVirtualAddress", 0x1402F7A50),
+        src("VIDMM_GLOBAL::VidMmUpdateGpuVirtualAddress", 0x1400E34AC),
+    ]),
+    checks: UPDATE_GPU_VIRTUAL_ADDRESS_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("gpu_va::dxgk_update_gpu_virtual_address"),
+    gaps: "24H2 queues the fence wait and the update on hContext's VidSch companion \
+           context (K:DXGCONTEXT::GetVidSchCompanionContext @0x1402F8DA0, a VidSch context of \
+           its own); the simulation has one VidSch-side wait per update and orders updates \
+           per hContext only: whether 24H2's companion context also runs behind hContext's \
+           own earlier submissions is not read, and here it does not; the companion \
+           context's semaphore (a call while one is in flight fails at once) is not \
+           modelled; hFenceObject must be a monitored fence (a native fence is \
+           STATUS_INVALID_PARAMETER here) and the simulated runtime's fences count as \
+           hDevice's; VidMm's IsRangeValid is taken as the range not wrapping, not empty, \
+           page aligned and below the top of the space; MAP_PROTECT's Protection follows \
+           Map's rules and an UNMAP without NoAccess (a zero range) is refused, where 24H2 \
+           hands them on unchecked; a COPY's re-made mappings keep their sources' \
+           DriverProtection (what 24H2's COPY hands the driver is not read); the adapter \
+           and context checks 24H2 makes on VidSch and VidMm objects have no case (every \
+           adapter and context here has them)",
+};
+
 /// `DxgkUpdateGpuVirtualAddress` (`K:DxgkUpdateGpuVirtualAddress` @0x1402F7A50) for the
 /// caller's structure `a`, in 24H2's order, STATUS_INVALID_PARAMETER unless said:
 /// 1. `NumOperations` 0; `hDevice` not a device of the caller; `hContext` not a context of
@@ -268,27 +425,33 @@ pub fn dxgk_update_gpu_virtual_address(
     a: &D3DKMT_UPDATEGPUVIRTUALADDRESS,
     caller: &dyn UpdateCaller,
 ) -> Result<(), NtStatus> {
+    type C = UpdateGpuVirtualAddressCheck;
     if a.NumOperations == 0 {
-        return Err(bad());
+        return Err(C::NumOperations.refuse());
     }
-    let p = caller.device(a.hDevice).ok_or_else(bad)?;
-    if caller.context_device(a.hContext) != Some(p.device) {
-        return Err(bad());
+    let p = caller.device(a.hDevice).ok_or(C::Device.refuse())?;
+    match caller.context_device(a.hContext) {
+        None => return Err(C::Context.refuse()),
+        Some(d) if d != p.device => return Err(C::ContextOtherDevice.refuse()),
+        Some(_) => {}
     }
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     crate::vidmm::va::update::update_device(&sh, p.device).map_err(super::status)?;
     if a.NumOperations > MAX_UPDATE_OPERATIONS {
-        return Err(bad());
+        return Err(C::TooMany.refuse());
     }
     let raw = caller.operations(a.Operations, a.NumOperations)?;
     let map = |t: i32| {
         t == rvgpu_umd::kmt::UPDATE_GPU_VA_MAP || t == rvgpu_umd::kmt::UPDATE_GPU_VA_MAP_PROTECT
     };
-    if raw.iter().any(|o| {
-        o.OperationType as u32 > UPDATE_LAST_TYPE || (map(o.OperationType) && o.hAllocation == 0)
-    }) {
-        return Err(bad());
+    for o in &raw {
+        if o.OperationType as u32 > UPDATE_LAST_TYPE {
+            return Err(C::Type.refuse());
+        }
+        if map(o.OperationType) && o.hAllocation == 0 {
+            return Err(C::MapWithoutAllocation.refuse());
+        }
     }
     let owners = raw
         .iter()
@@ -297,10 +460,10 @@ pub fn dxgk_update_gpu_virtual_address(
             false => Some(None),
         })
         .collect::<Option<Vec<_>>>()
-        .ok_or_else(bad)?;
-    let (fence_device, fence) = caller.fence(a.hFenceObject).ok_or_else(bad)?;
+        .ok_or(C::Allocation.refuse())?;
+    let (fence_device, fence) = caller.fence(a.hFenceObject).ok_or(C::Fence.refuse())?;
     if fence_device != p.device {
-        return Err(bad());
+        return Err(C::FenceOtherDevice.refuse());
     }
     let ops: Vec<UpdateGpuVaOp> = raw.iter().map(update_op).collect();
     // What VidMm released since its last entry goes first (AL-03), as for Map.

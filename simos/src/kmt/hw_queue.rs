@@ -7,7 +7,7 @@
 
 use std::cell::RefCell;
 
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{HwQueue, KmtHandle, NtStatus, QueueProgress};
 
 use super::context_virtual::CallerMemory;
@@ -17,6 +17,7 @@ use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
 use crate::ums::{self, UmsProcess};
 
+use super::catalog::row::*;
 pub use rvgpu_ddi::d3dkmt::{D3DKMT_CREATEHWQUEUE, D3DKMT_SUBMITCOMMANDTOHWQUEUE};
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::NoKmdAccess`.
@@ -58,6 +59,55 @@ impl CreatedHwQueue {
     }
 }
 
+refusals! {
+    /// `D3DKMTCreateHwQueue`'s refusals, in 24H2's order.
+    CreateHwQueueCheck => CREATE_HW_QUEUE_CHECKS {
+        PrivateData: "pPrivateDriverData without size, or a size without pointer" => INVALID_PARAMETER;
+        NoPool: "no pool for the private data" => NO_MEMORY;
+        PrivateDataUnreadable: "the private data not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        NoKmdAccess: "Flags.NoKmdAccess without test signing" => INVALID_PARAMETER;
+        Context: "hHwContext not a context in the caller's handle table" => INVALID_PARAMETER;
+        NotHwQueueContext: "hHwContext created without HwQueueSupported" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's create (`ums::create_hw_queue`) makes it";
+        UserModeNode: "UserModeSubmission on a node without user-mode submission" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's create (`ums::create_hw_queue`) makes it";
+        NoKmdAccessContext: "Flags.NoKmdAccess on a context without NoKmdAccess" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's create (`ums::create_hw_queue`) makes it";
+        NoKmdAccessData: "Flags.NoKmdAccess with private data below 264 bytes or without its two tags" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's create (`ums::create_hw_queue`) makes it";
+    }
+}
+
+/// `D3DKMTCreateHwQueue`'s row of the thunk catalog ([`super::catalog`]).
+pub const CREATE_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTCreateHwQueue",
+    source: Some(&[
+        src("DxgkCreateHwQueueInternal", 0x1402BAF98),
+        src("DXGCONTEXT::CreateHwQueue", 0x1402BB7A8),
+        src("DXGHWQUEUE::Initialize", 0x1402BBA30),
+        src("DXGHWQUEUE::InitializeForUserModeSubmission", 0x1401DA74C),
+        src("CheckNoKmdAccessPrivateData", 0x14018A51C),
+    ]),
+    checks: CREATE_HW_QUEUE_CHECKS,
+    written_back: &[
+        "hHwQueue",
+        "hHwQueueProgressFence, HwQueueProgressFenceCPUVirtualAddress and \
+         HwQueueProgressFenceGPUVirtualAddress, without UserModeSubmission",
+        "the private data, when given",
+    ],
+    pending: Pending::No,
+    entry: Some("hw_queue::dxgk_create_hw_queue_internal"),
+    gaps: "DisableGpuTimeout is added to the DDI's flags for a queue of a context created \
+           with it, not for a device whose own flag (read by DXGHWQUEUE::Initialize and \
+           InitializeForUserModeSubmission) disables GPU timeouts; a queue without NoKmdAccess on a \
+           NoKmdAccess context reaches DxgkDdiCreateHwQueue with a NULL hContext, as in 24H2; \
+           one with it (no DDI in 24H2) is not simulated; a user-mode queue \
+           on an adapter that reported no doorbell size is STATUS_NOT_SUPPORTED \
+           (the simulation's rule: DXGHWQUEUE::InitializeForUserModeSubmission has no such \
+           check)",
+};
+
 /// `DxgkCreateHwQueueInternal` for the caller's structure `a`, in 24H2's order:
 /// 1. private data given half (a pointer with size 0, or a size with no pointer):
 ///    STATUS_INVALID_PARAMETER;
@@ -80,15 +130,15 @@ pub fn dxgk_create_hw_queue_internal(
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
     mem: &dyn CallerMemory,
 ) -> Result<CreatedHwQueue, NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
     let (at, size) = (a.pPrivateDriverData, a.PrivateDriverDataSize);
     if (at == 0) != (size == 0) {
-        return Err(bad);
+        return Err(CreateHwQueueCheck::PrivateData.refuse());
     }
     let mut pdd = capture(mem, at, size)?;
     if !m.os_config().test_signing && a.Flags & NO_KMD_ACCESS != 0 {
-        return Err(bad);
+        return Err(CreateHwQueueCheck::NoKmdAccess.refuse());
     }
+    let bad = CreateHwQueueCheck::Context.refuse();
     let p = owner(a.hHwContext).ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
@@ -130,10 +180,44 @@ pub fn dxgk_create_hw_queue_internal(
 fn capture(mem: &dyn CallerMemory, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
     match size {
         0 => Ok(Vec::new()),
-        s if s > MAX_PRIVATE_DATA => Err(NtStatus(STATUS_NO_MEMORY)),
+        s if s > MAX_PRIVATE_DATA => Err(CreateHwQueueCheck::NoPool.refuse()),
         s => mem.read(at, s),
     }
 }
+
+refusals! {
+    /// `D3DKMTSubmitCommandToHwQueue`'s refusals, in 24H2's order.
+    SubmitCommandToHwQueueCheck => SUBMIT_COMMAND_TO_HW_QUEUE_CHECKS {
+        Queue: "hHwQueue not a queue in the caller's handle table" => INVALID_PARAMETER;
+        UserModeQueue: "hHwQueue created for user-mode submission" => INVALID_PARAMETER;
+        Primaries: "NumPrimaries above 16" => INVALID_PARAMETER;
+        PrivateData: "pPrivateDriverData without size, or a size without pointer" => INVALID_PARAMETER;
+        Removed: "the adapter stopped or removed" => DEVICE_REMOVED;
+        PrivateDataSize: "PrivateDriverDataSize above the context's DmaBufferPrivateDataSize" => INVALID_PARAMETER;
+        NoPool: "no pool for the submission" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+        PrimariesUnreadable: "WrittenPrimaries not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        DeviceError: "the device in error" => GPU_EXCEPTION_ON_DEVICE,
+            elsewhere "the simulated submission (`ums::submit_command_admitted`) makes it";
+    }
+}
+
+/// `D3DKMTSubmitCommandToHwQueue`'s row of the thunk catalog ([`super::catalog`]).
+pub const SUBMIT_COMMAND_TO_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTSubmitCommandToHwQueue",
+    source: Some(&[
+        src("DxgkSubmitCommandToHwQueueInternal", 0x1402C5A10),
+        src("DXGHWQUEUE::SubmitCommand", 0x1402C6610),
+        src("VidSchSubmitCommandToHwQueue", 0x140048F00),
+    ]),
+    checks: SUBMIT_COMMAND_TO_HW_QUEUE_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("hw_queue::dxgk_submit_command_to_hw_queue_internal"),
+    gaps: "VidMm's reference of the primaries is not read: any primary is \
+           STATUS_INVALID_PARAMETER on this render-only adapter",
+};
 
 /// `DxgkSubmitCommandToHwQueueInternal` for the caller's structure `a`, in 24H2's order, every
 /// refusal STATUS_INVALID_PARAMETER unless said:
@@ -159,24 +243,27 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    let p = owner(a.hHwQueue).ok_or(bad)?;
+    type C = SubmitCommandToHwQueueCheck;
+    let p = owner(a.hHwQueue).ok_or(C::Queue.refuse())?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     // Steps 1 (the queue is the device's) to 6 but the probe, on what the queue is.
     let admit = |kind: Option<ums::SubmitKind>| {
-        let kind = kind.ok_or(bad)?;
-        if kind.user_mode || a.NumPrimaries > MAX_PRIMARIES {
-            return Err(bad);
+        let kind = kind.ok_or(C::Queue.refuse())?;
+        if kind.user_mode {
+            return Err(C::UserModeQueue.refuse());
+        }
+        if a.NumPrimaries > MAX_PRIMARIES {
+            return Err(C::Primaries.refuse());
         }
         if (a.pPrivateDriverData == 0) != (a.PrivateDriverDataSize == 0) {
-            return Err(bad);
+            return Err(C::PrivateData.refuse());
         }
         if kind.removed {
-            return Err(NtStatus(STATUS_DEVICE_REMOVED));
+            return Err(C::Removed.refuse());
         }
         if a.PrivateDriverDataSize > kind.dma_private_data {
-            return Err(bad);
+            return Err(C::PrivateDataSize.refuse());
         }
         Ok(())
     };
@@ -184,7 +271,7 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
         admit(ums::submit_queue_kind(&sh, p.device, a.hHwQueue))?;
         mem.read(a.WrittenPrimaries, a.NumPrimaries * 4)?;
         // A render-only adapter has no primaries to write (the simulation's rule).
-        return Err(bad);
+        return Err(gap(STATUS_INVALID_PARAMETER));
     }
     // Nothing left to read of the caller's memory: the checks run in VidSch's own look at
     // the queue, one lookup for both.
@@ -201,6 +288,28 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
     .map_err(super::status)
 }
 
+refusals! {
+    /// `D3DKMTDestroyHwQueue`'s refusals, in 24H2's order.
+    DestroyHwQueueCheck => DESTROY_HW_QUEUE_CHECKS {
+        Queue: "hHwQueue not a queue in the caller's handle table" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTDestroyHwQueue`'s row of the thunk catalog ([`super::catalog`]).
+pub const DESTROY_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTDestroyHwQueue",
+    source: Some(&[
+        src("DxgkDestroyHwQueueInternal", 0x1403BC798),
+        src("DXGHWQUEUE::DestroyCoreState", 0x1402CDD74),
+        src("DXGDOORBELL::DestroyCoreState", 0x1401D804C),
+    ]),
+    checks: DESTROY_HW_QUEUE_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("hw_queue::dxgk_destroy_hw_queue_internal"),
+    gaps: "",
+};
+
 /// `DxgkDestroyHwQueueInternal`: `hHwQueue` not a queue in the caller's handle table
 /// (`owner`) is STATUS_INVALID_PARAMETER; else the queue goes with its doorbell
 /// (`K:DXGHWQUEUE::DestroyCoreState` @0x1402CDD74).
@@ -209,7 +318,7 @@ pub fn dxgk_destroy_hw_queue_internal(
     h_hw_queue: KmtHandle,
     owner: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    let bad = DestroyHwQueueCheck::Queue.refuse();
     let p = owner(h_hw_queue).ok_or(bad)?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;

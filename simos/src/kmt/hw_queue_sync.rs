@@ -14,9 +14,10 @@ use std::sync::Arc;
 pub use rvgpu_ddi::d3dkmt::{
     D3DKMT_SUBMITSIGNALSYNCOBJECTSTOHWQUEUE, D3DKMT_SUBMITWAITFORSYNCOBJECTSTOHWQUEUE,
 };
-use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_ddi::ntstatus::STATUS_NO_MEMORY;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::native_fence::{SYNC_NO_SIGNAL as NO_SIGNAL, SYNC_NO_WAIT as NO_WAIT};
 use super::sync_from_cpu::{CallerProcess, HostArrays, SyncObject, MAX_OBJECTS};
@@ -31,22 +32,38 @@ const SIGNAL_INTERNAL: u32 = 0x8000_0000;
 
 /// `count` entries of `size` bytes at `at` (above [`MAX_OBJECTS`], what a failed pool
 /// allocation answers: STATUS_NO_MEMORY; a fault, the probe's status).
-fn capture(mem: &dyn CallerMemory, count: u32, at: u64, size: u32) -> Result<Vec<u8>, NtStatus> {
+fn capture(
+    mem: &dyn CallerMemory,
+    count: u32,
+    at: u64,
+    size: u32,
+    no_pool: NtStatus,
+) -> Result<Vec<u8>, NtStatus> {
     if count > MAX_OBJECTS {
-        return Err(NtStatus(STATUS_NO_MEMORY));
+        return Err(no_pool);
     }
     mem.read(at, count.saturating_mul(size))
 }
 
-fn handles(mem: &dyn CallerMemory, count: u32, at: u64) -> Result<Vec<KmtHandle>, NtStatus> {
-    Ok(capture(mem, count, at, 4)?
+fn handles(
+    mem: &dyn CallerMemory,
+    count: u32,
+    at: u64,
+    no_pool: NtStatus,
+) -> Result<Vec<KmtHandle>, NtStatus> {
+    Ok(capture(mem, count, at, 4, no_pool)?
         .chunks_exact(4)
         .map(|c| <[u8; 4]>::try_from(c).map_or(0, u32::from_le_bytes))
         .collect())
 }
 
-fn values(mem: &dyn CallerMemory, count: u32, at: u64) -> Result<Vec<u64>, NtStatus> {
-    Ok(capture(mem, count, at, 8)?
+fn values(
+    mem: &dyn CallerMemory,
+    count: u32,
+    at: u64,
+    no_pool: NtStatus,
+) -> Result<Vec<u64>, NtStatus> {
+    Ok(capture(mem, count, at, 8, no_pool)?
         .chunks_exact(8)
         .map(|c| <[u8; 8]>::try_from(c).map_or(0, u64::from_le_bytes))
         .collect())
@@ -91,8 +108,8 @@ fn queue_owner(
     m: &Machine,
     owner: &dyn Fn(KmtHandle) -> Option<UmsProcess>,
     h: KmtHandle,
+    bad: NtStatus,
 ) -> Result<UmsProcess, NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
     let p = owner(h).ok_or(bad)?;
     let a = m.adapter_shared(p.adapter).map_err(|_| bad)?;
     ums::device_queue_kind(a, p.device, h).ok_or(bad)?;
@@ -103,11 +120,68 @@ fn queue_owner(
 /// (`lock::device_active`, inlined in `K:SubmitSignalSyncObjectsToHwQueue`
 /// @0x1403260EC and `K:SubmitWaitForSyncObjectsFromGpu` @0x1402AF2F0): STATUS_DEVICE_REMOVED when `p`'s
 /// device is not active (stopped with its adapter, or gone); one VidSch put in error goes on.
-fn device_active(m: &Machine, p: &UmsProcess) -> Result<Arc<AdapterShared>, NtStatus> {
+fn device_active(
+    m: &Machine,
+    p: &UmsProcess,
+    refusal: NtStatus,
+) -> Result<Arc<AdapterShared>, NtStatus> {
     let a = m.kmt(p).thunk()?;
-    super::lock::device_active(&a, p.device)?;
+    super::lock::device_active(&a, p.device, refusal)?;
     Ok(a)
 }
+
+refusals! {
+    /// `D3DKMTSubmitSignalSyncObjectsToHwQueue`'s refusals, in 24H2's order.
+    SubmitSignalSyncObjectsToHwQueueCheck => SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE_CHECKS {
+        StructureUnreadable: "the structure not readable" => ACCESS_VIOLATION,
+            elsewhere "the thunk bridge copies the structure in before the entry";
+        ObjectCount: "ObjectCount 0" => INVALID_PARAMETER;
+        HandlesPool: "no pool for ObjectCount handles" => NO_MEMORY;
+        HandlesUnreadable: "ObjectHandleArray not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        QueueCount: "BroadcastHwQueueCount 0" => INVALID_PARAMETER;
+        QueueHandlesPool: "no pool for BroadcastHwQueueCount handles" => NO_MEMORY;
+        QueuesUnreadable: "BroadcastHwQueueArray not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        QueuesPool: "no pool for the queues" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+        Queue: "BroadcastHwQueueArray[0] not a hardware queue in the caller's handle table" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        Flags: "a Flags bit from 3 to 30" => INVALID_PARAMETER;
+        InternalFlag: "Flags bit 31 (the OS's internal flag)" => INVALID_PARAMETER;
+        FurtherQueue: "a BroadcastHwQueueArray entry not a hardware queue of the caller's, or of another \
+            device than the first's" => INVALID_PARAMETER;
+        ObjectsPool: "no pool for the objects" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+        Unknown: "a handle neither a device nor a global sync object in the caller's handle table" => INVALID_PARAMETER;
+        NoSignal: "an object created or opened NoSignal" => ACCESS_DENIED;
+        OtherDevice: "an object of another device than the first queue's" => INVALID_PARAMETER;
+        ValuesPool: "no pool for the fence values" => NO_MEMORY;
+        ValuesUnreadable: "FenceValueArray not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        Twice: "the same object twice" => INVALID_PARAMETER;
+        OtherAdapter: "an object of another adapter, or whose adapter state is destroyed" => INVALID_PARAMETER,
+            elsewhere "the simulated kernel's submission (`ums::submit_signal_objects_to_hw_queues`) makes it";
+    }
+}
+
+/// `D3DKMTSubmitSignalSyncObjectsToHwQueue`'s row of the thunk catalog ([`super::catalog`]).
+pub const SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTSubmitSignalSyncObjectsToHwQueue",
+    source: Some(&[
+        src("DxgkSubmitSignalSyncObjectsToHwQueueInternal", 0x14029D7B8),
+        src("SubmitSignalSyncObjectsToHwQueue", 0x1403260EC),
+    ]),
+    checks: SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("hw_queue_sync::dxgk_submit_signal_sync_objects_to_hw_queue_internal"),
+    gaps: "the simulation's pool holds at most MAX_OBJECTS handles or queues (STATUS_NO_MEMORY \
+           above), 24H2's what the system has; no global sync objects; VidSch's refusal of a \
+           value below the object's last queued one (M:VidSchSubmitSignalToHwQueue \
+           @0x140031EF0, a native fence's included, STATUS_INVALID_PARAMETER without \
+           AllowFenceRewind) is not modelled",
+};
 
 /// `DxgkSubmitSignalSyncObjectsToHwQueueInternal` for the caller's structure `a`, in 24H2's
 /// order, every refusal STATUS_INVALID_PARAMETER unless said:
@@ -133,50 +207,105 @@ pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
     caller: &dyn CallerProcess,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    type C = SubmitSignalSyncObjectsToHwQueueCheck;
     if a.ObjectCount == 0 {
-        return Err(bad);
+        return Err(C::ObjectCount.refuse());
     }
-    let objects = handles(mem, a.ObjectCount, a.ObjectHandleArray)?;
+    let objects = handles(
+        mem,
+        a.ObjectCount,
+        a.ObjectHandleArray,
+        C::HandlesPool.refuse(),
+    )?;
     if a.BroadcastHwQueueCount == 0 {
-        return Err(bad);
+        return Err(C::QueueCount.refuse());
     }
-    let queues = handles(mem, a.BroadcastHwQueueCount, a.BroadcastHwQueueArray)?;
-    let first = queues.first().copied().ok_or(bad)?;
-    let p = queue_owner(m, owner, first)?;
-    let sh = device_active(m, &p)?;
-    if a.Flags & SIGNAL_RESERVED != 0 || a.Flags & SIGNAL_INTERNAL != 0 {
-        return Err(bad);
+    let queues = handles(
+        mem,
+        a.BroadcastHwQueueCount,
+        a.BroadcastHwQueueArray,
+        C::QueueHandlesPool.refuse(),
+    )?;
+    let first = queues.first().copied().ok_or(C::QueueCount.refuse())?;
+    let p = queue_owner(m, owner, first, C::Queue.refuse())?;
+    let sh = device_active(m, &p, C::DeviceActive.refuse())?;
+    if a.Flags & SIGNAL_RESERVED != 0 {
+        return Err(C::Flags.refuse());
+    }
+    if a.Flags & SIGNAL_INTERNAL != 0 {
+        return Err(C::InternalFlag.refuse());
     }
     for &q in queues.iter().skip(1) {
-        let o = queue_owner(m, owner, q)?;
+        let o = queue_owner(m, owner, q, C::FurtherQueue.refuse())?;
         if (o.adapter, o.device) != (p.adapter, p.device) {
-            return Err(bad);
+            return Err(C::FurtherQueue.refuse());
         }
     }
     let found = objects
         .iter()
         .map(|&h| {
-            let o = caller.object(h).ok_or(bad)?;
+            let o = caller.object(h).ok_or(C::Unknown.refuse())?;
             if o.flags & NO_SIGNAL != 0 {
-                return Err(NtStatus(STATUS_ACCESS_DENIED));
+                return Err(C::NoSignal.refuse());
             }
             if o.device != p.device {
-                return Err(bad);
+                return Err(C::OtherDevice.refuse());
             }
             Ok(o.object)
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let values = values(mem, a.ObjectCount, a.FenceValueArray)?;
+    let values = values(
+        mem,
+        a.ObjectCount,
+        a.FenceValueArray,
+        C::ValuesPool.refuse(),
+    )?;
     for (i, o) in found.iter().enumerate() {
         if found.iter().skip(i + 1).any(|q| same(o, q)) {
-            return Err(bad);
+            return Err(C::Twice.refuse());
         }
     }
     let fences = scheduled(&objects, found, &values);
     ums::submit_signal_objects_to_hw_queues(m, &sh, p.device, &queues, fences)
         .map_err(super::status)
 }
+
+refusals! {
+    /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue`'s refusals, in 24H2's order.
+    SubmitWaitForSyncObjectsToHwQueueCheck => SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE_CHECKS {
+        StructureUnreadable: "the structure not readable" => ACCESS_VIOLATION,
+            elsewhere "the thunk bridge copies the structure in before the entry";
+        ObjectCount: "ObjectCount 0" => INVALID_PARAMETER;
+        HandlesPool: "no pool for ObjectCount handles" => NO_MEMORY;
+        HandlesUnreadable: "ObjectHandleArray not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        Queue: "hHwQueue not a hardware queue in the caller's handle table" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        ValuesPool: "no pool for ObjectCount fence values" => NO_MEMORY;
+        ValuesUnreadable: "FenceValueArray not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        ObjectsPool: "no pool for the objects" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+        OtherDevice: "a device sync object of another device than the queue's" => INVALID_PARAMETER;
+        NoWait: "a device sync object created or opened NoWait" => ACCESS_DENIED;
+        Unknown: "a handle neither a device nor a global sync object in the caller's handle table" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTSubmitWaitForSyncObjectsToHwQueue`'s row of the thunk catalog ([`super::catalog`]).
+pub const SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
+    name: "D3DKMTSubmitWaitForSyncObjectsToHwQueue",
+    source: Some(&[
+        src("DxgkSubmitWaitForSyncObjectsToHwQueueInternal", 0x1402AECE8),
+        src("SubmitWaitForSyncObjectsFromGpu", 0x1402AF2F0),
+    ]),
+    checks: SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("hw_queue_sync::dxgk_submit_wait_for_sync_objects_to_hw_queue_internal"),
+    gaps: "the simulation's pool holds at most MAX_OBJECTS handles (STATUS_NO_MEMORY above), \
+           24H2's what the system has; no global sync objects",
+};
 
 /// `DxgkSubmitWaitForSyncObjectsToHwQueueInternal` for the caller's structure `a`, in 24H2's
 /// order, every refusal STATUS_INVALID_PARAMETER unless said:
@@ -199,23 +328,33 @@ pub fn dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
     caller: &dyn CallerProcess,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    type C = SubmitWaitForSyncObjectsToHwQueueCheck;
     if a.ObjectCount == 0 {
-        return Err(bad);
+        return Err(C::ObjectCount.refuse());
     }
-    let objects = handles(mem, a.ObjectCount, a.ObjectHandleArray)?;
-    let p = queue_owner(m, owner, a.hHwQueue)?;
-    let sh = device_active(m, &p)?;
-    let values = values(mem, a.ObjectCount, a.FenceValueArray)?;
+    let objects = handles(
+        mem,
+        a.ObjectCount,
+        a.ObjectHandleArray,
+        C::HandlesPool.refuse(),
+    )?;
+    let p = queue_owner(m, owner, a.hHwQueue, C::Queue.refuse())?;
+    let sh = device_active(m, &p, C::DeviceActive.refuse())?;
+    let values = values(
+        mem,
+        a.ObjectCount,
+        a.FenceValueArray,
+        C::ValuesPool.refuse(),
+    )?;
     let found = objects
         .iter()
         .map(|&h| {
-            let o = caller.object(h).ok_or(bad)?;
+            let o = caller.object(h).ok_or(C::Unknown.refuse())?;
             if o.device != p.device {
-                return Err(bad);
+                return Err(C::OtherDevice.refuse());
             }
             if o.flags & NO_WAIT != 0 {
-                return Err(NtStatus(STATUS_ACCESS_DENIED));
+                return Err(C::NoWait.refuse());
             }
             Ok(o.object)
         })

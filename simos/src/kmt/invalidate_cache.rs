@@ -5,17 +5,46 @@
 //! written back.
 
 use rvgpu_ddi::d3dkmt::D3DKMT_INVALIDATECACHE;
-use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
-fn bad() -> NtStatus {
-    NtStatus(STATUS_INVALID_PARAMETER)
+refusals! {
+    /// `D3DKMTInvalidateCache`'s refusals, in 24H2's order.
+    InvalidateCacheCheck => INVALIDATE_CACHE_CHECKS {
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        Allocation: "hAllocation not an allocation in the caller's handle table" => INVALID_PARAMETER;
+        OtherDevice: "hAllocation of another device" => INVALID_PARAMETER;
+        NoVidMmAllocation: "hAllocation without a VidMm allocation" => INVALID_PARAMETER,
+            elsewhere "not modelled: every simulated allocation has its VidMm allocation";
+        Offset: "on an adapter needing CPU cache maintenance, Offset at or past the \
+            allocation's end" => INVALID_PARAMETER;
+        Length: "on an adapter needing CPU cache maintenance, Length (0: to the end) past the \
+            allocation's end" => INVALID_PARAMETER;
+    }
 }
+
+/// `D3DKMTInvalidateCache`'s row of the thunk catalog ([`super::catalog`]).
+pub const INVALIDATE_CACHE: Thunk = Thunk {
+    name: "D3DKMTInvalidateCache",
+    source: Some(&[
+        src("DxgkInvalidateCache", 0x1401B35A0),
+        src("VIDMM_GLOBAL::InvalidateCache", 0x1400956F8),
+    ]),
+    checks: INVALIDATE_CACHE_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("invalidate_cache::dxgk_invalidate_cache"),
+    gaps: "VidMm's early success is taken as the adapter being I/O-coherent (the \
+           VIDMM_GLOBAL flag it tests, or a process flag, not identified further); VidMm's \
+           refusal of an allocation without a CPU mapping in the process \
+           (STATUS_INVALID_PARAMETER) is not modelled: every allocation here has one",
+};
 
 /// `DxgkInvalidateCache` for the caller's structure `a`, in 24H2's order:
 /// 1. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
@@ -30,11 +59,13 @@ pub fn dxgk_invalidate_cache(
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
-    let p = device(a.hDevice).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or(InvalidateCacheCheck::Device.refuse())?;
     let sh = m.kmt(&p).thunk()?;
-    super::lock::device_active(&sh, p.device)?;
-    if allocation(a.hAllocation) != Some(p.device) {
-        return Err(bad());
+    super::lock::device_active(&sh, p.device, InvalidateCacheCheck::DeviceActive.refuse())?;
+    match allocation(a.hAllocation) {
+        None => return Err(InvalidateCacheCheck::Allocation.refuse()),
+        Some(d) if d != p.device => return Err(InvalidateCacheCheck::OtherDevice.refuse()),
+        Some(_) => {}
     }
     vidmm_invalidate_cache(&sh, p.device, a.hAllocation, a.Offset, a.Length)
 }
@@ -60,14 +91,14 @@ fn vidmm_invalidate_cache(
             .allocations
             .get(&h)
             .filter(|al| al.device == device && !al.closed)
-            .ok_or_else(bad)?;
+            .ok_or(InvalidateCacheCheck::Allocation.refuse())?;
         let size = al.alloc.len;
         if offset >= size {
-            return Err(bad());
+            return Err(InvalidateCacheCheck::Offset.refuse());
         }
         let length = if length == 0 { size - offset } else { length };
         if length > size - offset {
-            return Err(bad());
+            return Err(InvalidateCacheCheck::Length.refuse());
         }
         (al.cache.clone(), length)
     };

@@ -5,30 +5,63 @@
 //! (`ums::allocation`), and back only `pData`, on success.
 
 use rvgpu_ddi::d3dkmt::{D3DKMT_LOCK2, D3DKMT_UNLOCK2};
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use super::SimMem;
 use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
-fn bad() -> NtStatus {
-    NtStatus(STATUS_INVALID_PARAMETER)
-}
-
 /// The device's core access, `K:COREDEVICEACCESS::AcquireShared` @0x14000F550 (inlined in
 /// `K:DxgkLock2` @0x1402A3430 and `K:SubmitSignalSyncObjectsToHwQueue` @0x1403260EC): the
-/// DXGDEVICE's state (+608) not active, STATUS_DEVICE_REMOVED. Only the adapter's reset
+/// DXGDEVICE's state (+608) not active, `refusal` (the calling thunk's row check, which names
+/// STATUS_DEVICE_REMOVED). Only the adapter's reset
 /// (`K:DXGDEVICE::Reset` @0x1401BB7FC) and stop (`K:DXGDEVICE::Stop` @0x1401BBA38) change that
 /// state: here a device stopped with its adapter, or gone, is not active
 /// ([`crate::ums::device_stopped`]); a device VidSch put in error is, and its call goes on.
-pub(super) fn device_active(sh: &AdapterShared, device: KmtHandle) -> Result<(), NtStatus> {
+pub(super) fn device_active(
+    sh: &AdapterShared,
+    device: KmtHandle,
+    refusal: NtStatus,
+) -> Result<(), NtStatus> {
     if crate::ums::device_stopped(sh, device) {
-        return Err(NtStatus(STATUS_DEVICE_REMOVED));
+        return Err(refusal);
     }
     Ok(())
 }
+
+refusals! {
+    /// `D3DKMTLock2`'s refusals, in 24H2's order.
+    Lock2Check => LOCK2_CHECKS {
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        Allocation: "hAllocation not an allocation in the caller's handle table" => INVALID_PARAMETER;
+        OtherAdapter: "hAllocation on another adapter" => INVALID_PARAMETER,
+            elsewhere "a simulated allocation is always its device's adapter's";
+        NoVidMmAllocation: "hAllocation without a VidMm allocation" => INVALID_PARAMETER,
+            elsewhere "every simulated allocation has its VidMm allocation";
+        OtherDevice: "hAllocation of another device" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTLock2`'s row of the thunk catalog ([`super::catalog`]).
+pub const LOCK2: Thunk = Thunk {
+    name: "D3DKMTLock2",
+    source: Some(&[
+        src("DxgkLock2", 0x1402A3430),
+        src("DxgkLock2Internal", 0x1402A3F00),
+    ]),
+    checks: LOCK2_CHECKS,
+    written_back: &["pData, on success"],
+    pending: Pending::No,
+    entry: Some("lock::dxgk_lock2"),
+    gaps: "DxgkLock2Internal's refusal (STATUS_INVALID_PARAMETER) of an allocation whose \
+           CPU access VidMm's answer and the adapter's flags rule out is not modelled, nor \
+           VidMm's lock read (the simulated VidMm refuses an allocation the KMD did not make \
+           CPU-visible); in the gdi32 bridge a view through a CPU cache the GPU does not \
+           snoop has no address in the emulated process: STATUS_NOT_SUPPORTED",
+};
 
 /// `DxgkLock2` for the caller's structure `a`, in 24H2's order:
 /// 1. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
@@ -46,17 +79,48 @@ pub fn dxgk_lock2(
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<SimMem, NtStatus> {
-    let p = device(a.hDevice).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or(Lock2Check::Device.refuse())?;
     let sh = m.kmt(&p).thunk()?;
-    device_active(&sh, p.device)?;
-    if allocation(a.hAllocation) != Some(p.device) {
-        return Err(bad());
+    device_active(&sh, p.device, Lock2Check::DeviceActive.refuse())?;
+    match allocation(a.hAllocation) {
+        None => return Err(Lock2Check::Allocation.refuse()),
+        Some(d) if d != p.device => return Err(Lock2Check::OtherDevice.refuse()),
+        Some(_) => {}
     }
     let (alloc, cache) = crate::ums::allocation::lock_allocation(&sh, p.device, a.hAllocation)
         .map_err(super::status)?;
     a.pData = alloc.as_mut_ptr() as u64;
     Ok(SimMem { alloc, cache })
 }
+
+refusals! {
+    /// `D3DKMTUnlock2`'s refusals, in 24H2's order.
+    Unlock2Check => UNLOCK2_CHECKS {
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        Allocation: "hAllocation not an allocation in the caller's handle table" => INVALID_PARAMETER;
+        OtherAdapter: "hAllocation on another adapter" => INVALID_PARAMETER,
+            elsewhere "a simulated allocation is always its device's adapter's";
+        NoVidMmAllocation: "hAllocation without a VidMm allocation" => INVALID_PARAMETER,
+            elsewhere "every simulated allocation has its VidMm allocation";
+        OtherDevice: "hAllocation of another device" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTUnlock2`'s row of the thunk catalog ([`super::catalog`]).
+pub const UNLOCK2: Thunk = Thunk {
+    name: "D3DKMTUnlock2",
+    source: Some(&[
+        src("DxgkUnlock2", 0x1402A21C0),
+        src("DxgkUnlock2Internal", 0x1402A2B20),
+    ]),
+    checks: UNLOCK2_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("lock::dxgk_unlock2"),
+    gaps: "VidMm's unlock not read in 24H2 (an allocation holding no lock succeeds here, \
+           as 22631's VIDMM_GLOBAL::UnlockInternal answers)",
+};
 
 /// `DxgkUnlock2` for the caller's structure `a`, in 24H2's order: `hDevice` not in the
 /// caller's table, STATUS_INVALID_PARAMETER; the device not active, STATUS_DEVICE_REMOVED;
@@ -69,11 +133,13 @@ pub fn dxgk_unlock2(
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
-    let p = device(a.hDevice).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or(Unlock2Check::Device.refuse())?;
     let sh = m.kmt(&p).thunk()?;
-    device_active(&sh, p.device)?;
-    if allocation(a.hAllocation) != Some(p.device) {
-        return Err(bad());
+    device_active(&sh, p.device, Unlock2Check::DeviceActive.refuse())?;
+    match allocation(a.hAllocation) {
+        None => return Err(Unlock2Check::Allocation.refuse()),
+        Some(d) if d != p.device => return Err(Unlock2Check::OtherDevice.refuse()),
+        Some(_) => {}
     }
     crate::ums::allocation::unlock_allocation(&sh, p.device, a.hAllocation).map_err(super::status)
 }

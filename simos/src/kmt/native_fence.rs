@@ -7,10 +7,10 @@
 //! @0x1401E15EC answers it.
 
 pub use rvgpu_ddi::d3dkmt::{D3DKMT_CREATENATIVEFENCE, D3DKMT_OPENNATIVEFENCEFROMNTHANDLE};
-use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 use zerocopy::IntoBytes;
 
+use super::catalog::row::*;
 use crate::machine::Machine;
 use crate::os::answers::OpenFencePdd;
 use crate::sync::fence::NativeFence;
@@ -43,28 +43,61 @@ pub const SYNC_FLAGS_REFUSED: u32 = 0x7FFF_F800;
 /// 4. `NoSignal` with `NoWait`;
 /// 5. a non-zero byte in `Reserved`, `Info.Reserved` or the mapping's `ReservedInt`.
 pub fn check_arguments(a: &D3DKMT_CREATENATIVEFENCE) -> Result<(), NtStatus> {
-    let bad = Err(NtStatus(STATUS_INVALID_PARAMETER));
+    type C = CreateNativeFenceCheck;
     let f = a.Info.Flags;
     if a.Info.Type != 0 {
-        return bad;
+        return Err(C::Type.refuse());
     }
     if a.Flags != 0 || f & SYNC_FLAGS_REFUSED != 0 {
-        return bad;
+        return Err(C::Flags.refuse());
     }
     let shared = f & SYNC_SHARED != 0;
     let nt_security = f & SYNC_NT_SECURITY_SHARING != 0;
-    if shared != nt_security {
-        return bad;
+    if nt_security && !shared {
+        return Err(C::NtSharingUnshared.refuse());
+    }
+    if shared && !nt_security {
+        return Err(C::SharedWithoutNt.refuse());
     }
     if f & SYNC_NO_SIGNAL != 0 && f & SYNC_NO_WAIT != 0 {
-        return bad;
+        return Err(C::NoSignalNoWait.refuse());
     }
     let zero = |b: &[u8]| b.iter().all(|&x| x == 0);
     if !zero(&a.Reserved) || !zero(&a.Info.Reserved) || !zero(&a.Info.NativeFenceMapping.Reserved) {
-        return bad;
+        return Err(C::Reserved.refuse());
     }
     Ok(())
 }
+
+refusals! {
+    /// `D3DKMTCreateNativeFence`'s refusals, in 24H2's order.
+    CreateNativeFenceCheck => CREATE_NATIVE_FENCE_CHECKS {
+        Type: "Info.Type not D3DDDI_NATIVEFENCE_TYPE_DEFAULT" => INVALID_PARAMETER;
+        Flags: "Flags non-zero, or an Info.Flags bit of 0x7FFFF800" => INVALID_PARAMETER;
+        NtSharingUnshared: "NtSecuritySharing without Shared" => INVALID_PARAMETER;
+        SharedWithoutNt: "Shared without NtSecuritySharing" => INVALID_PARAMETER;
+        NoSignalNoWait: "NoSignal with NoWait" => INVALID_PARAMETER;
+        Reserved: "a non-zero byte of Reserved, Info.Reserved or the mapping's" => INVALID_PARAMETER;
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        NoNativeFences: "the adapter not on dxgmms2, or without native fences" => INVALID_PARAMETER,
+            elsewhere "the simulated fence's create (`create_native_fence_raw`) makes it";
+    }
+}
+
+/// `D3DKMTCreateNativeFence`'s row of the thunk catalog ([`super::catalog`]).
+pub const CREATE_NATIVE_FENCE: Thunk = Thunk {
+    name: "D3DKMTCreateNativeFence",
+    source: Some(&[src("NtDxgkCreateNativeFenceInternal", 0x1401F8C68)]),
+    checks: CREATE_NATIVE_FENCE_CHECKS,
+    written_back: &[
+        "hSyncObject",
+        "PrivateDriverData",
+        "the 0x70 bytes from Info.InitialFenceValue (the mapping's three addresses new)",
+    ],
+    pending: Pending::No,
+    entry: Some("native_fence::nt_dxgk_create_native_fence_internal"),
+    gaps: "",
+};
 
 /// `NtDxgkCreateNativeFenceInternal` (24H2 @0x1401F8C68) for the caller's structure `a`:
 /// [`check_arguments`], then `hDevice` in the caller's handle table (`device`; an unknown one
@@ -77,7 +110,7 @@ pub fn nt_dxgk_create_native_fence_internal(
     device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<NativeFence, NtStatus> {
     check_arguments(a)?;
-    let p = device(a.hDevice).ok_or(NtStatus(STATUS_INVALID_PARAMETER))?;
+    let p = device(a.hDevice).ok_or(CreateNativeFenceCheck::Device.refuse())?;
     // 24H2 hands `Info` whole to `DXGGLOBAL::CreateSyncObject`: the creator's instance is
     // registered with the device as its `Info.Flags` say.
     let desc = crate::sync::fence::NativeFenceDesc {
@@ -102,6 +135,48 @@ pub fn nt_dxgk_create_native_fence_internal(
 /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::NoGPUAccess`.
 pub const SYNC_NO_GPU_ACCESS: u32 = 1 << 7;
 
+refusals! {
+    /// `D3DKMTOpenNativeFenceFromNtHandle`'s refusals, in 24H2's order.
+    OpenNativeFenceFromNtHandleCheck => OPEN_NATIVE_FENCE_FROM_NT_HANDLE_CHECKS {
+        StructureUnreadable: "the structure not readable" => ACCESS_VIOLATION,
+            elsewhere "the thunk bridge copies the structure in before the entry";
+        Flags: "a Flags bit of 0x7FFFF800" => INVALID_PARAMETER;
+        Reserved: "a non-zero byte of Reserved" => INVALID_PARAMETER;
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        NoNativeFences: "the adapter without native fences" => INVALID_PARAMETER;
+        NotAHandle: "hNtHandle not a handle of the caller's process" => INVALID_HANDLE,
+            elsewhere "the object manager's reference (`share::fence_of_nt_handle`) makes it";
+        OtherType: "hNtHandle a handle to an object of another type" => OBJECT_TYPE_MISMATCH,
+            elsewhere "the object manager's reference (`share::fence_of_nt_handle`) makes it";
+        NoReadControl: "hNtHandle without READ_CONTROL access" => ACCESS_DENIED;
+        NotAFence: "the object neither a monitored nor a native fence" => INVALID_PARAMETER,
+            elsewhere "not modelled: the simulated object manager holds only native fences";
+        NoGpuAccess: "Flags.NoGPUAccess other than at the fence's creation" => INVALID_PARAMETER;
+        NoPool: "no pool for the device's instance" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+    }
+}
+
+/// `D3DKMTOpenNativeFenceFromNtHandle`'s row of the thunk catalog ([`super::catalog`]).
+pub const OPEN_NATIVE_FENCE_FROM_NT_HANDLE: Thunk = Thunk {
+    name: "D3DKMTOpenNativeFenceFromNtHandle",
+    source: Some(&[
+        src("NtDxgkOpenNativeFenceFromNtHandleInternal", 0x1401E15EC),
+        src("DXGSYNCOBJECT::Open", 0x1401F4640),
+    ]),
+    checks: OPEN_NATIVE_FENCE_FROM_NT_HANDLE_CHECKS,
+    written_back: &[
+        "the 176 bytes as captured, with hSyncObject, the mapping's three addresses and Flags \
+         (NoSignal and NoWait replaced by what the NT handle's access withholds); \
+         PrivateDriverData the caller's own (DXGSYNCOBJECT::Open gets no buffer for it; the \
+         pages' reading returns the KMD's DxgkDdiOpenNativeFence data)",
+    ],
+    pending: Pending::No,
+    entry: Some("native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal"),
+    gaps: "the simulated object manager holds only native fences, and keeps no NoGPUAccess \
+           of the creation (an open with it is refused)",
+};
+
 /// `NtDxgkOpenNativeFenceFromNtHandleInternal` (24H2 @0x1401E15EC, `DXGSYNCOBJECT::Open`
 /// @0x1401F4640) for the caller's structure `a`, in 24H2's order, STATUS_INVALID_PARAMETER
 /// unless said:
@@ -124,23 +199,28 @@ pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
     a: &mut D3DKMT_OPENNATIVEFENCEFROMNTHANDLE,
     device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<NativeFence, NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.Flags & SYNC_FLAGS_REFUSED != 0 || a.Reserved.iter().any(|&b| b != 0) {
-        return Err(bad);
+    type C = OpenNativeFenceFromNtHandleCheck;
+    if a.Flags & SYNC_FLAGS_REFUSED != 0 {
+        return Err(C::Flags.refuse());
     }
-    let p = device(a.hDevice).ok_or(bad)?;
-    let adapter = m.adapter_shared(p.adapter).map_err(|_| bad)?;
-    crate::sync::fence::native::check_native(adapter).map_err(|_| bad)?;
+    if a.Reserved.iter().any(|&b| b != 0) {
+        return Err(C::Reserved.refuse());
+    }
+    let p = device(a.hDevice).ok_or(C::Device.refuse())?;
+    let adapter = m
+        .adapter_shared(p.adapter)
+        .map_err(|_| C::Device.refuse())?;
+    crate::sync::fence::native::check_native(adapter).map_err(|_| C::NoNativeFences.refuse())?;
     // The NT handle is referenced (for READ_CONTROL) before `DXGSYNCOBJECT::Open` compares
     // the flag.
     use crate::sync::fence::share;
     let (_, access) =
         share::fence_of_nt_handle(&m.handles, p.pid, a.hNtHandle).map_err(super::status)?;
     if access & share::READ_CONTROL == 0 {
-        return Err(NtStatus(STATUS_ACCESS_DENIED));
+        return Err(C::NoReadControl.refuse());
     }
     if a.Flags & SYNC_NO_GPU_ACCESS != 0 {
-        return Err(bad);
+        return Err(C::NoGpuAccess.refuse());
     }
     let k = m.kmt(&p);
     // `DXGSYNCOBJECT::Open` gets the caller's `Flags` with only NoSignal and NoWait replaced,

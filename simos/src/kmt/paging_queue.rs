@@ -6,11 +6,12 @@
 //! [`crate::vidmm::residency`]), and back exactly the fields 24H2 writes.
 
 pub use rvgpu_ddi::d3dkmt::{D3DDDI_MAKERESIDENT, D3DKMT_CREATEPAGINGQUEUE};
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_ddi::ntstatus::STATUS_NO_MEMORY;
 use rvgpu_umd::kmt::{
     KmtHandle, MakeResidentError, MakeResidentFlags, NtStatus, PagingFence, PagingQueue,
 };
 
+use super::catalog::row::*;
 use super::SimFence;
 use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
@@ -27,9 +28,25 @@ const MAKERESIDENT_FLAGS_END: u32 = 1 << 2;
 /// The physical adapters of every adapter of the simulation.
 const PHYSICAL_ADAPTERS: u32 = 1;
 
-fn bad() -> NtStatus {
-    NtStatus(STATUS_INVALID_PARAMETER)
+refusals! {
+    /// `D3DKMTDestroyPagingQueue`'s refusals, in 24H2's order.
+    DestroyPagingQueueCheck => DESTROY_PAGING_QUEUE_CHECKS {
+        Queue: "hPagingQueue not a paging queue in the caller's handle table" => INVALID_PARAMETER;
+    }
 }
+
+/// `D3DKMTDestroyPagingQueue`'s row of the thunk catalog ([`super::catalog`]).
+pub const DESTROY_PAGING_QUEUE: Thunk = Thunk {
+    name: "D3DKMTDestroyPagingQueue",
+    source: Some(&[src("DxgkDestroyPagingQueueInternal", 0x1403B201C)]),
+    checks: DESTROY_PAGING_QUEUE_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("paging_queue::dxgk_destroy_paging_queue_internal"),
+    gaps: "24H2 marks the handle destroyed and drops a reference (the queue goes with the \
+           last one, its queued paging running on); the simulation does the queue's queued \
+           work inside the call, then tears the queue and its fence down",
+};
 
 /// `DxgkDestroyPagingQueueInternal` for `hPagingQueue` `h` (the structure's one member):
 /// 1. `h` not a paging queue in the caller's handle table, or one already destroyed
@@ -43,10 +60,41 @@ pub fn dxgk_destroy_paging_queue_internal(
     h: u32,
     queue: impl FnOnce(u32) -> Option<UmsProcess>,
 ) -> Result<(), NtStatus> {
-    let p = queue(h).ok_or_else(bad)?;
+    let p = queue(h).ok_or(DestroyPagingQueueCheck::Queue.refuse())?;
     let sh = m.kmt(&p).thunk()?;
     crate::vidmm::va::paging_queue::paging_queue_destroy(m, &sh, p.device, h).map_err(super::status)
 }
+
+refusals! {
+    /// `D3DKMTCreatePagingQueue`'s refusals, in 24H2's order.
+    CreatePagingQueueCheck => CREATE_PAGING_QUEUE_CHECKS {
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        PhysicalAdapter: "PhysicalAdapterIndex at or past the adapter's physical adapters" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTCreatePagingQueue`'s row of the thunk catalog ([`super::catalog`]).
+pub const CREATE_PAGING_QUEUE: Thunk = Thunk {
+    name: "D3DKMTCreatePagingQueue",
+    source: Some(&[
+        src("DxgkCreatePagingQueueInternal", 0x1403967CC),
+        src("DXGDEVICE::CreatePagingQueue", 0x140396C98),
+    ]),
+    checks: CREATE_PAGING_QUEUE_CHECKS,
+    written_back: &[
+        "hPagingQueue",
+        "hSyncObject",
+        "FenceValueCPUVirtualAddress (the 32-byte structure copied back whole)",
+    ],
+    pending: Pending::No,
+    entry: Some("paging_queue::dxgk_create_paging_queue_internal"),
+    gaps: "24H2 makes the queue's fence a monitored fence with NoSignal and NoGPUAccess \
+           (DXGPAGINGQUEUE::Initialize @0x140396FF0; here a CPU signal of it is refused \
+           as NoSignal) starting at a value the adapter keeps (not identified): here at 0; \
+           Priority is taken as given, as VIDMM_DEVICE::CreatePagingQueue @0x1400F8448 \
+           uses it nowhere",
+};
 
 /// `DxgkCreatePagingQueueInternal` for the caller's structure `a`, in 24H2's order:
 /// 1. `hDevice` not in the caller's handle table (`device`): STATUS_INVALID_PARAMETER;
@@ -64,12 +112,12 @@ pub fn dxgk_create_paging_queue_internal(
     a: &mut D3DKMT_CREATEPAGINGQUEUE,
     device: impl FnOnce(u32) -> Option<UmsProcess>,
 ) -> Result<MonitoredFence, NtStatus> {
-    let p = device(a.hDevice).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or(CreatePagingQueueCheck::Device.refuse())?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    super::lock::device_active(&sh, p.device)?;
+    super::lock::device_active(&sh, p.device, CreatePagingQueueCheck::DeviceActive.refuse())?;
     if a.PhysicalAdapterIndex >= PHYSICAL_ADAPTERS {
-        return Err(bad());
+        return Err(CreatePagingQueueCheck::PhysicalAdapter.refuse());
     }
     let (queue, fence, f) = m
         .paging_queue_create(&sh, p.device, a.Priority, a.PhysicalAdapterIndex)
@@ -80,6 +128,48 @@ pub fn dxgk_create_paging_queue_internal(
     a.FenceValueCPUVirtualAddress = f.kernel_va() as u64;
     Ok(f)
 }
+
+refusals! {
+    /// `D3DKMTMakeResident`'s refusals, in 24H2's order.
+    MakeResidentCheck => MAKE_RESIDENT_CHECKS {
+        NumAllocations: "NumAllocations 0" => INVALID_PARAMETER;
+        NullList: "AllocationList NULL" => INVALID_PARAMETER;
+        Flags: "Flags.Value 4 or more" => INVALID_PARAMETER;
+        Queue: "hPagingQueue not in the caller's handle table" => INVALID_PARAMETER;
+        NoPool: "no pool for more than 40 allocations" => NO_MEMORY,
+            elsewhere "not modelled: the simulated pool does not run out";
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
+        ListedHandle: "a listed handle not an allocation in the caller's handle table" => INVALID_PARAMETER;
+        OtherDevice: "an allocation of another device than the paging queue's" => INVALID_PARAMETER;
+        NoUserModeResidency: "a device created without user-mode residency" => NOT_SUPPORTED,
+            elsewhere "not modelled: every simulated device has user-mode residency";
+        OverBudget: "over the budget (with MustSucceed the device is put in error, VidSch code 12)" => NO_MEMORY;
+    }
+}
+
+/// `D3DKMTMakeResident`'s row of the thunk catalog ([`super::catalog`]).
+pub const MAKE_RESIDENT: Thunk = Thunk {
+    name: "D3DKMTMakeResident",
+    source: Some(&[
+        src("DxgkMakeResidentInternal", 0x1402A7570),
+        src("VIDMM_GLOBAL::MakeResident", 0x1400B93C8),
+    ]),
+    checks: MAKE_RESIDENT_CHECKS,
+    written_back: &[
+        "PagingFenceValue, on success and on STATUS_PENDING",
+        "NumBytesToTrim, after any VidMm answer (the caller's own where VidMm set none)",
+    ],
+    pending: Pending::When("paging queued ahead on the queue: PagingFenceValue not reached"),
+    entry: Some("paging_queue::dxgk_make_resident_internal"),
+    gaps: "over budget (`M:VIDMM_GLOBAL::MakeResident` @0x1400B93C8: STATUS_NO_MEMORY, and \
+           with MustSucceed the device in error) the bytes to trim are the simulated VidMm's, \
+           not compared with `VIDMM_PROCESS_ADAPTER_INFO::GetNumBytesToTrim` @0x1400E8018, \
+           which with CantTrimFurther measures against the segment group's state instead of \
+           the budget: here CantTrimFurther never fails over budget; the user-mode \
+           residency condition (DXGDEVICE +0x77F, or a device of kind 2 on WDDM 2.0 and \
+           up) is not modelled; the gdi32 bridge copies at most 256 handles (more is \
+           STATUS_INVALID_PARAMETER there)",
+};
 
 /// `DxgkMakeResidentInternal` for the caller's structure `a`, in 24H2's order:
 /// 1. `NumAllocations` 0, `AllocationList` NULL, `Flags.Value` 4 or more: each
@@ -105,16 +195,26 @@ pub fn dxgk_make_resident_internal(
     list: impl FnOnce(u64, u32) -> Result<Vec<KmtHandle>, NtStatus>,
     allocation: impl Fn(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
-    if a.NumAllocations == 0 || a.AllocationList == 0 || a.Flags >= MAKERESIDENT_FLAGS_END {
-        return Err(bad());
+    if a.NumAllocations == 0 {
+        return Err(MakeResidentCheck::NumAllocations.refuse());
     }
-    let p = queue(a.hPagingQueue).ok_or_else(bad)?;
+    if a.AllocationList == 0 {
+        return Err(MakeResidentCheck::NullList.refuse());
+    }
+    if a.Flags >= MAKERESIDENT_FLAGS_END {
+        return Err(MakeResidentCheck::Flags.refuse());
+    }
+    let p = queue(a.hPagingQueue).ok_or(MakeResidentCheck::Queue.refuse())?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    super::lock::device_active(&sh, p.device)?;
+    super::lock::device_active(&sh, p.device, MakeResidentCheck::DeviceActive.refuse())?;
     let handles = list(a.AllocationList, a.NumAllocations)?;
-    if handles.iter().any(|&h| allocation(h) != Some(p.device)) {
-        return Err(bad());
+    for &h in &handles {
+        match allocation(h) {
+            None => return Err(MakeResidentCheck::ListedHandle.refuse()),
+            Some(d) if d != p.device => return Err(MakeResidentCheck::OtherDevice.refuse()),
+            Some(_) => {}
+        }
     }
     let cant_trim = a.Flags & MAKERESIDENT_CANT_TRIM_FURTHER != 0;
     let paged = m.paging_queue_make_resident(&sh, p.device, a.hPagingQueue, |m| {
@@ -130,7 +230,7 @@ pub fn dxgk_make_resident_internal(
             if a.Flags & MAKERESIDENT_MUST_SUCCEED != 0 {
                 crate::ums::mark_device_as_error(&sh, p.device, 12).map_err(super::status)?;
             }
-            Err(NtStatus(STATUS_NO_MEMORY))
+            Err(MakeResidentCheck::OverBudget.refuse())
         }
         Err(MakeResidentFail::Failed(e)) => Err(super::status(e)),
     }

@@ -7,10 +7,11 @@
 
 use rvgpu_ddi::adapter::DXGK_DRIVERCAPS;
 pub use rvgpu_ddi::d3dkmt::D3DKMT_QUERYADAPTERINFO;
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_UNSUCCESSFUL};
+use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::hw_queue::Buffer;
 use crate::base::lock::lock;
@@ -85,6 +86,44 @@ fn metadata_bytes(md: &DXGK_NODEMETADATA) -> [u8; 74] {
     out
 }
 
+refusals! {
+    /// `D3DKMTQueryAdapterInfo`'s refusals, in 24H2's order.
+    QueryAdapterInfoCheck => QUERY_ADAPTER_INFO_CHECKS {
+        NullData: "pPrivateDriverData NULL" => INVALID_PARAMETER;
+        Size: "PrivateDriverDataSize 0, or overflowing when rounded up to 8" => INVALID_PARAMETER;
+        InputUnreadable: "KMTQAITYPE_NODEMETADATA's input not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        Adapter: "hAdapter not in the caller's handle table" => INVALID_PARAMETER;
+        MetadataSize: "KMTQAITYPE_NODEMETADATA: PrivateDriverDataSize not 78" => INVALID_PARAMETER;
+        PhysicalAdapter: "KMTQAITYPE_NODEMETADATA: adapter index past the physical adapters" => INVALID_PARAMETER;
+        Node: "KMTQAITYPE_NODEMETADATA: node past the adapter's" => INVALID_PARAMETER;
+        NoMetadata: "KMTQAITYPE_NODEMETADATA: no node metadata" => NOT_SUPPORTED;
+        CapsSize: "KMTQAITYPE_WDDM_1_2_CAPS: PrivateDriverDataSize not 12" => INVALID_PARAMETER;
+        NoCaps: "KMTQAITYPE_WDDM_1_2_CAPS: no render adapter (no caps reported)" => UNSUCCESSFUL;
+    }
+}
+
+/// `D3DKMTQueryAdapterInfo`'s row of the thunk catalog ([`super::catalog`]).
+pub const QUERY_ADAPTER_INFO: Thunk = Thunk {
+    name: "D3DKMTQueryAdapterInfo",
+    source: Some(&[src("DxgkQueryAdapterInfoImpl", 0x140383210)]),
+    checks: QUERY_ADAPTER_INFO_CHECKS,
+    written_back: &[
+        "KMTQAITYPE_NODEMETADATA: NodeData, the driver's DXGK_NODEMETADATA unchanged \
+         (Flags.ContextSchedulingSupported: the node is hardware-scheduled)",
+        "KMTQAITYPE_WDDM_1_2_CAPS: the driver's PreemptionCaps, SupportNonVGA, \
+         SupportSmoothRotation, SupportPerEngineTDR and SupportSurpriseRemovalInHibernation; \
+         SupportCCD set; the display-side bits clear on a render-only adapter",
+    ],
+    pending: Pending::No,
+    entry: Some("query_adapter_info::dxgk_query_adapter_info_impl"),
+    gaps: "only KMTQAITYPE_NODEMETADATA and KMTQAITYPE_WDDM_1_2_CAPS are modelled (every \
+           other type: STATUS_NOT_SUPPORTED): the UMD and the DLL ask for the first alone \
+           (umd/src/nodes.rs), the harness's D3DKMT program for the second (Tdr.PerEngineCaps); \
+           the harness asks for KMTQAITYPE_PHYSICALADAPTERDEVICEIDS and \
+           KMTQAITYPE_ADAPTERTYPE on Windows only, its simulated backends read the machine",
+};
+
 /// `DxgkQueryAdapterInfoImpl` for the caller's structure `a`, in 24H2's order, every refusal
 /// STATUS_INVALID_PARAMETER unless said:
 /// 1. `pPrivateDriverData` NULL; `PrivateDriverDataSize` 0, or overflowing when rounded up to 8;
@@ -105,30 +144,31 @@ pub fn dxgk_query_adapter_info_impl(
     adapter: impl FnOnce(KmtHandle) -> Option<usize>,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    type C = QueryAdapterInfoCheck;
     let size = a.PrivateDriverDataSize;
-    if a.pPrivateDriverData == 0 || size == 0 || size.checked_add(7).is_none() {
-        return Err(bad);
+    if a.pPrivateDriverData == 0 {
+        return Err(C::NullData.refuse());
+    }
+    if size == 0 || size.checked_add(7).is_none() {
+        return Err(C::Size.refuse());
     }
     if a.Type != KMTQAITYPE_NODEMETADATA && a.Type != KMTQAITYPE_WDDM_1_2_CAPS {
-        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+        return Err(gap(STATUS_NOT_SUPPORTED));
     }
     if a.Type == KMTQAITYPE_WDDM_1_2_CAPS {
         // Not among the types whose input 24H2 captures: the buffer starts zeroed.
-        let i = adapter(a.hAdapter).ok_or(bad)?;
+        let i = adapter(a.hAdapter).ok_or(C::Adapter.refuse())?;
         if size != WDDM_1_2_CAPS_SIZE {
-            return Err(bad);
+            return Err(C::CapsSize.refuse());
         }
-        let shared = m
-            .adapter_shared(i)
-            .map_err(|_| NtStatus(STATUS_UNSUCCESSFUL))?;
-        let caps = (*lock(&shared.caps)).ok_or(NtStatus(STATUS_UNSUCCESSFUL))?;
+        let shared = m.adapter_shared(i).map_err(|_| C::NoCaps.refuse())?;
+        let caps = (*lock(&shared.caps)).ok_or(C::NoCaps.refuse())?;
         return mem.write(a.pPrivateDriverData, &wddm_1_2_caps(&caps));
     }
     let mut out = mem.read(a.pPrivateDriverData, size)?;
-    let i = adapter(a.hAdapter).ok_or(bad)?;
+    let i = adapter(a.hAdapter).ok_or(C::Adapter.refuse())?;
     if size != NODEMETADATA_SIZE {
-        return Err(bad);
+        return Err(C::MetadataSize.refuse());
     }
     let input = out
         .get(..4)
@@ -136,15 +176,13 @@ pub fn dxgk_query_adapter_info_impl(
         .map_or(0, u32::from_le_bytes);
     let (node, physical) = (input & 0xFFFF, input >> 16);
     if physical >= 1 {
-        return Err(bad);
+        return Err(C::PhysicalAdapter.refuse());
     }
     let all = m.node_metadata(i);
     if node as usize >= all.len() {
-        return Err(bad);
+        return Err(C::Node.refuse());
     }
-    let md = all
-        .get(node as usize)
-        .ok_or(NtStatus(STATUS_NOT_SUPPORTED))?;
+    let md = all.get(node as usize).ok_or(C::NoMetadata.refuse())?;
     if let Some(d) = out.get_mut(4..78) {
         d.copy_from_slice(&metadata_bytes(md));
     }

@@ -9,12 +9,10 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use rvgpu_ddi::ntstatus::{
-    STATUS_DATATYPE_MISALIGNMENT, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
-    STATUS_OBJECT_NAME_INVALID,
-};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::native_fence::SYNC_NT_SECURITY_SHARING;
 use super::sync_from_cpu::{CallerProcess, SyncObject};
@@ -63,9 +61,53 @@ const _: () = assert!(core::mem::size_of::<ObjectAttributes>() == 48);
 /// Most handles one call takes (`cObjects - 1 > 2` is refused).
 pub const MAX_OBJECTS: u32 = 3;
 
+/// The Rust caller's own memory refusing an address it does not hold.
 fn bad() -> NtStatus {
     NtStatus(STATUS_INVALID_PARAMETER)
 }
+
+refusals! {
+    /// `D3DKMTShareObjects`'s refusals, in 24H2's order.
+    ShareObjectsCheck => SHARE_OBJECTS_CHECKS {
+        Count: "cObjects 0 or above 3" => INVALID_PARAMETER;
+        ObjectsUnreadable: "hObjects not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        NullAttributes: "pObjectAttributes NULL" => INVALID_PARAMETER;
+        ZeroObject: "hObjects[0] 0" => INVALID_PARAMETER;
+        Unknown: "hObjects[0] neither a resource, a sync object nor a protected session of the caller's" => INVALID_PARAMETER;
+        SyncCount: "a sync object with cObjects other than 1" => INVALID_PARAMETER;
+        NotNtShared: "a sync object made without NtSecuritySharing" => INVALID_PARAMETER;
+        Misaligned: "pObjectAttributes not 8-byte aligned" => DATATYPE_MISALIGNMENT;
+        AttributesUnreadable: "pObjectAttributes not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        Length: "Length not 48" => INVALID_PARAMETER;
+        Attributes: "an Attributes bit of 0xFFFEE00D" => INVALID_PARAMETER;
+        RootWithoutName: "RootDirectory without ObjectName" => OBJECT_NAME_INVALID;
+        HandleUnwritable: "phSharedNtHandle not writable (the new handle is closed again)" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::write`); the entry closes the handle";
+    }
+}
+
+/// `D3DKMTShareObjects`'s row of the thunk catalog ([`super::catalog`]).
+pub const SHARE_OBJECTS: Thunk = Thunk {
+    name: "D3DKMTShareObjects",
+    source: Some(&[
+        src("DxgkShareObjectsInternal", 0x14032A300),
+        src("CreateSharedSyncNtObject", 0x1403289FC),
+        src("ObpCaptureObjectCreateInformation", 0x14089CCA0),
+    ]),
+    checks: SHARE_OBJECTS_CHECKS,
+    written_back: &["*phSharedNtHandle"],
+    pending: Pending::No,
+    entry: Some("share::dxgk_share_objects_internal"),
+    gaps: "the simulated object manager holds only native fences: a monitored fence made with \
+           NtSecuritySharing is refused with STATUS_NOT_SUPPORTED where 24H2 shares it; \
+           attributes with a name, a security descriptor or quality of service are refused with STATUS_NOT_SUPPORTED where ObCreateObject captures them; \
+           dwDesiredAccess is honoured for the handle's specific rights, READ_CONTROL and \
+           GENERIC_ALL/MAXIMUM_ALLOWED (all), but GENERIC_READ, GENERIC_WRITE and \
+           GENERIC_EXECUTE grant nothing: the type's GENERIC_MAPPING is data the pseudocode \
+           does not show",
+};
 
 /// `DxgkShareObjectsInternal` for the caller's arguments `a`, in 24H2's order,
 /// STATUS_INVALID_PARAMETER unless said:
@@ -91,36 +133,40 @@ pub fn dxgk_share_objects_internal(
     mem: &dyn CallerMemory,
 ) -> Result<u64, NtStatus> {
     if a.c_objects.wrapping_sub(1) > MAX_OBJECTS - 1 {
-        return Err(bad());
+        return Err(ShareObjectsCheck::Count.refuse());
     }
     let handles = mem.read(a.h_objects, a.c_objects * 4)?;
     if a.p_object_attributes == 0 {
-        return Err(bad());
+        return Err(ShareObjectsCheck::NullAttributes.refuse());
     }
     let first = handles
         .get(..4)
         .and_then(|b| KmtHandle::read_from_bytes(b).ok())
         .unwrap_or(0);
     if first == 0 {
-        return Err(bad());
+        return Err(ShareObjectsCheck::ZeroObject.refuse());
     }
-    let o = caller.object(first).ok_or_else(bad)?;
+    let o = caller
+        .object(first)
+        .ok_or(ShareObjectsCheck::Unknown.refuse())?;
     if a.c_objects != 1 {
-        return Err(bad());
+        return Err(ShareObjectsCheck::SyncCount.refuse());
     }
-    let p = caller.device(o.device).ok_or_else(bad)?;
+    let p = caller
+        .device(o.device)
+        .ok_or(ShareObjectsCheck::Unknown.refuse())?;
     m.kmt(&p).thunk()?;
     let SyncObject::Native(f) = &o.object else {
         // A monitored fence: `CreateSharedSyncNtObject` refuses it without
         // `NtSecuritySharing`; with it, the simulation has no NT object of that kind.
         return Err(if o.flags & SYNC_NT_SECURITY_SHARING == 0 {
-            bad()
+            ShareObjectsCheck::NotNtShared.refuse()
         } else {
-            NtStatus(STATUS_NOT_SUPPORTED)
+            gap(STATUS_NOT_SUPPORTED)
         });
     };
     if !f.obj.shareable {
-        return Err(bad());
+        return Err(ShareObjectsCheck::NotNtShared.refuse());
     }
     capture_attributes(mem, a.p_object_attributes)?;
     let nt = m
@@ -145,19 +191,23 @@ pub const ATTRIBUTES_REFUSED: u32 = 0xFFFE_E00D;
 /// STATUS_OBJECT_NAME_INVALID.
 fn capture_attributes(mem: &dyn CallerMemory, at: u64) -> Result<ObjectAttributes, NtStatus> {
     if at & 7 != 0 {
-        return Err(NtStatus(STATUS_DATATYPE_MISALIGNMENT));
+        return Err(ShareObjectsCheck::Misaligned.refuse());
     }
     let size = core::mem::size_of::<ObjectAttributes>() as u32;
     let bytes = mem.read(at, size)?;
-    let oa = ObjectAttributes::read_from_bytes(&bytes).map_err(|_| bad())?;
-    if oa.length != size || oa.attributes & ATTRIBUTES_REFUSED != 0 {
-        return Err(bad());
+    let oa = ObjectAttributes::read_from_bytes(&bytes)
+        .map_err(|_| ShareObjectsCheck::Length.refuse())?;
+    if oa.length != size {
+        return Err(ShareObjectsCheck::Length.refuse());
+    }
+    if oa.attributes & ATTRIBUTES_REFUSED != 0 {
+        return Err(ShareObjectsCheck::Attributes.refuse());
     }
     if oa.security_descriptor != 0 || oa.security_quality_of_service != 0 || oa.object_name != 0 {
-        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+        return Err(gap(STATUS_NOT_SUPPORTED));
     }
     if oa.root_directory != 0 {
-        return Err(NtStatus(STATUS_OBJECT_NAME_INVALID));
+        return Err(ShareObjectsCheck::RootWithoutName.refuse());
     }
     Ok(oa)
 }

@@ -8,9 +8,10 @@
 pub use rvgpu_ddi::d3dkmt::{
     D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU, D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
 };
-use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::native_fence::{SYNC_NO_SIGNAL as NO_SIGNAL, SYNC_NO_WAIT as NO_WAIT};
 use crate::machine::Machine;
@@ -90,9 +91,10 @@ fn capture(
     count: u32,
     handles_at: u64,
     values_at: u64,
+    no_pool: NtStatus,
 ) -> Result<(Vec<KmtHandle>, Vec<u64>), NtStatus> {
     if count > MAX_OBJECTS {
-        return Err(NtStatus(STATUS_NO_MEMORY));
+        return Err(no_pool);
     }
     let h = mem.read(handles_at, count.saturating_mul(4))?;
     let v = mem.read(values_at, count.saturating_mul(8))?;
@@ -115,17 +117,17 @@ fn objects_of(
     device: KmtHandle,
     handles: &[KmtHandle],
     refused: u32,
+    [unknown, denied, other_device]: [NtStatus; 3],
 ) -> Result<Vec<SyncObject>, NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
     handles
         .iter()
         .map(|&h| {
-            let o = caller.object(h).ok_or(bad)?;
+            let o = caller.object(h).ok_or(unknown)?;
             if o.flags & refused != 0 {
-                return Err(NtStatus(STATUS_ACCESS_DENIED));
+                return Err(denied);
             }
             if o.device != device {
-                return Err(bad);
+                return Err(other_device);
             }
             Ok(o.object)
         })
@@ -143,6 +145,47 @@ fn same(a: &SyncObject, b: &SyncObject) -> bool {
         _ => false,
     }
 }
+
+refusals! {
+    /// `D3DKMTSignalSynchronizationObjectFromCpu`'s refusals, in 24H2's order.
+    SignalSynchronizationObjectFromCpuCheck => SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU_CHECKS {
+        StructureUnreadable: "the structure not readable" => ACCESS_VIOLATION,
+            elsewhere "the thunk bridge copies the structure in before the entry";
+        ObjectCount: "ObjectCount 0" => INVALID_PARAMETER;
+        NoPool: "no pool for ObjectCount handles and values" => NO_MEMORY;
+        ArraysUnreadable: "ObjectHandleArray or FenceValueArray not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        Flags: "a Flags bit from 3 up" => INVALID_PARAMETER;
+        Unknown: "a handle not a sync object in the caller's handle table" => INVALID_PARAMETER;
+        NoSignal: "an object created or opened NoSignal" => ACCESS_DENIED;
+        OtherDevice: "an object of another device" => INVALID_PARAMETER;
+        Twice: "the same object twice" => INVALID_PARAMETER;
+        StateDestroyed: "an object whose adapter state is destroyed" => INVALID_PARAMETER,
+            elsewhere "not modelled: an object's adapter state lives as long as its handle";
+        Rewind: "without Flags.AllowFenceRewind, a monitored fence's value below the last one \
+            signalled to it (M:VidSchiSignalSyncObjectsFromCpu)" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTSignalSynchronizationObjectFromCpu`'s row of the thunk catalog ([`super::catalog`]).
+pub const SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
+    name: "D3DKMTSignalSynchronizationObjectFromCpu",
+    source: Some(&[
+        src("DxgkSignalSynchronizationObjectFromCpu", 0x1402B97E0),
+        src("SignalSynchronizationObjectFromCpu", 0x1402BA4F8),
+        src("VidSchiSignalSyncObjectsFromCpu", 0x14000EF50),
+    ]),
+    checks: SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("sync_from_cpu::dxgk_signal_synchronization_object_from_cpu"),
+    gaps: "Flags bits 0 to 2 are accepted; of them only AllowFenceRewind's absence is acted \
+           on (with it, 24H2 writes a lower value, where the simulation's fence never goes \
+           back); VidSch's same refusal for a native fence (against its last CPU-signalled \
+           value) is not modelled; the simulation's pool holds at most MAX_OBJECTS handles \
+           (STATUS_NO_MEMORY above), 24H2's what the system has",
+};
 
 /// `DxgkSignalSynchronizationObjectFromCpu` for the caller's structure `a`, in 24H2's order:
 /// 1. `ObjectCount` 0: STATUS_INVALID_PARAMETER;
@@ -165,19 +208,26 @@ pub fn dxgk_signal_synchronization_object_from_cpu(
     caller: &dyn CallerProcess,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
+    type C = SignalSynchronizationObjectFromCpuCheck;
     if a.ObjectCount == 0 {
-        return Err(bad);
+        return Err(C::ObjectCount.refuse());
     }
-    let (handles, values) = capture(mem, a.ObjectCount, a.ObjectHandleArray, a.FenceValueArray)?;
-    let device = caller.device(a.hDevice).ok_or(bad)?;
+    let (handles, values) = capture(
+        mem,
+        a.ObjectCount,
+        a.ObjectHandleArray,
+        a.FenceValueArray,
+        C::NoPool.refuse(),
+    )?;
+    let device = caller.device(a.hDevice).ok_or(C::Device.refuse())?;
     if a.Flags & !SIGNAL_FLAGS != 0 {
-        return Err(bad);
+        return Err(C::Flags.refuse());
     }
-    let objects = objects_of(caller, device.device, &handles, NO_SIGNAL)?;
+    let refusals = [C::Unknown, C::NoSignal, C::OtherDevice].map(C::refuse);
+    let objects = objects_of(caller, device.device, &handles, NO_SIGNAL, refusals)?;
     for (i, o) in objects.iter().enumerate() {
         if objects.iter().skip(i + 1).any(|p| same(o, p)) {
-            return Err(bad);
+            return Err(C::Twice.refuse());
         }
     }
     if a.Flags & ALLOW_FENCE_REWIND == 0 {
@@ -186,7 +236,7 @@ pub fn dxgk_signal_synchronization_object_from_cpu(
             SyncObject::Native(_) => false,
         };
         if objects.iter().zip(&values).any(rewinds) {
-            return Err(bad);
+            return Err(C::Rewind.refuse());
         }
     }
     for (o, v) in objects.iter().zip(values) {
@@ -208,6 +258,49 @@ pub struct CpuWait {
     pub any: bool,
 }
 
+refusals! {
+    /// `D3DKMTWaitForSynchronizationObjectFromCpu`'s refusals, in 24H2's order.
+    WaitForSynchronizationObjectFromCpuCheck => WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU_CHECKS {
+        StructureUnreadable: "the structure not readable" => ACCESS_VIOLATION,
+            elsewhere "the thunk bridge copies the structure in before the entry";
+        ObjectCount: "ObjectCount 0" => INVALID_PARAMETER;
+        Flags: "a Flags bit other than WaitAny" => INVALID_PARAMETER;
+        NoPool: "no pool for ObjectCount handles and values" => NO_MEMORY;
+        ArraysUnreadable: "ObjectHandleArray or FenceValueArray not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        DeviceActive: "the device not active" => DEVICE_REMOVED,
+            elsewhere "not made: the entry does not look at the device's state (a gap)";
+        NotAnEvent: "hAsyncEvent not an event handle of the caller's process" => INVALID_HANDLE,
+            elsewhere "the caller's event reference (`event`) answers it";
+        Unknown: "a handle not a sync object in the caller's handle table" => INVALID_PARAMETER;
+        NoWait: "an object created or opened NoWait" => ACCESS_DENIED;
+        OtherDevice: "an object of another device" => INVALID_PARAMETER;
+        StateDestroyed: "an object whose adapter state is destroyed" => INVALID_PARAMETER,
+            elsewhere "not modelled: an object's adapter state lives as long as its handle";
+    }
+}
+
+/// `D3DKMTWaitForSynchronizationObjectFromCpu`'s row of the thunk catalog ([`super::catalog`]).
+pub const WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
+    name: "D3DKMTWaitForSynchronizationObjectFromCpu",
+    source: Some(&[
+        src(
+            "DxgkWaitForSynchronizationObjectFromCpuInternal",
+            0x1402AC610,
+        ),
+        src("WaitForSynchronizationObjectFromCpu", 0x1402AD200),
+    ]),
+    checks: WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU_CHECKS,
+    written_back: &[],
+    pending: Pending::No,
+    entry: Some("sync_from_cpu::dxgk_wait_for_synchronization_object_from_cpu_internal"),
+    gaps: "without hAsyncEvent 24H2 waits for as long as it takes (a terminating thread ends it \
+           with STATUS_DEVICE_REMOVED); the simulation gives up with STATUS_IO_TIMEOUT once \
+           every fence has stood still for its wait limit (a hang); the simulation's pool holds at most MAX_OBJECTS handles \
+           (STATUS_NO_MEMORY above)",
+};
+
 /// `DxgkWaitForSynchronizationObjectFromCpuInternal`'s checks for the caller's structure `a`,
 /// in 24H2's order:
 /// 1. `ObjectCount` 0, then a `Flags` bit other than `WaitAny`: STATUS_INVALID_PARAMETER;
@@ -227,16 +320,26 @@ pub fn dxgk_wait_for_synchronization_object_from_cpu_internal(
     mem: &dyn CallerMemory,
     event: &dyn Fn(u64) -> Result<(), NtStatus>,
 ) -> Result<CpuWait, NtStatus> {
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    if a.ObjectCount == 0 || a.Flags & !WAIT_ANY != 0 {
-        return Err(bad);
+    type C = WaitForSynchronizationObjectFromCpuCheck;
+    if a.ObjectCount == 0 {
+        return Err(C::ObjectCount.refuse());
     }
-    let (handles, values) = capture(mem, a.ObjectCount, a.ObjectHandleArray, a.FenceValueArray)?;
-    let device = caller.device(a.hDevice).ok_or(bad)?;
+    if a.Flags & !WAIT_ANY != 0 {
+        return Err(C::Flags.refuse());
+    }
+    let (handles, values) = capture(
+        mem,
+        a.ObjectCount,
+        a.ObjectHandleArray,
+        a.FenceValueArray,
+        C::NoPool.refuse(),
+    )?;
+    let device = caller.device(a.hDevice).ok_or(C::Device.refuse())?;
     if a.hAsyncEvent != 0 {
         event(a.hAsyncEvent)?;
     }
-    let objects = objects_of(caller, device.device, &handles, NO_WAIT)?;
+    let refusals = [C::Unknown, C::NoWait, C::OtherDevice].map(C::refuse);
+    let objects = objects_of(caller, device.device, &handles, NO_WAIT, refusals)?;
     Ok(CpuWait {
         objects: objects.into_iter().zip(values).collect(),
         any: a.Flags & WAIT_ANY != 0,

@@ -12,7 +12,7 @@
 //! `CrossAdapter` pass 24H2's checks and are then refused with STATUS_NOT_SUPPORTED, where 24H2
 //! would make them.
 
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
+use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use crate::machine::Machine;
@@ -35,6 +35,7 @@ pub const SYNC_CROSS_ADAPTER: u32 = 1 << 2;
 /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::SignalByKmd`.
 pub const SYNC_SIGNAL_BY_KMD: u32 = 1 << 8;
 
+use super::catalog::row::*;
 pub use rvgpu_ddi::d3dkmt::D3DKMT_CREATESYNCHRONIZATIONOBJECT2;
 
 /// 24H2 copies 0x60 bytes in (`RtlCopyVolatileMemory`), the structure's size.
@@ -69,25 +70,25 @@ pub fn monitored_fence(
 /// 3. a monitored or periodic monitored fence: `Shared` without `NtSecuritySharing`, then
 ///    `NoSignal` with `NoWait`; any other type: `NoGPUAccess` (bit 7).
 pub fn check_arguments(a: &D3DKMT_CREATESYNCHRONIZATIONOBJECT2) -> Result<(), NtStatus> {
-    let bad = Err(NtStatus(STATUS_INVALID_PARAMETER));
+    type C = CreateSynchronizationObject2Check;
     let f = a.Info.Flags;
     if f & SYNC_FLAGS_REFUSED != 0 {
-        return bad;
+        return Err(C::Flags.refuse());
     }
     let shared = f & SYNC_SHARED != 0;
     let nt_security = f & SYNC_NT_SECURITY_SHARING != 0;
     if nt_security && !shared {
-        return bad;
+        return Err(C::NtSharingUnshared.refuse());
     }
     if is_fence(a.Info.Type) {
         if shared && !nt_security {
-            return bad;
+            return Err(C::SharedWithoutNt.refuse());
         }
         if f & SYNC_NO_SIGNAL != 0 && f & SYNC_NO_WAIT != 0 {
-            return bad;
+            return Err(C::NoSignalNoWait.refuse());
         }
     } else if f & SYNC_NO_GPU_ACCESS != 0 {
-        return bad;
+        return Err(C::NoGpuAccess.refuse());
     }
     Ok(())
 }
@@ -96,6 +97,53 @@ pub fn check_arguments(a: &D3DKMT_CREATESYNCHRONIZATIONOBJECT2) -> Result<(), Nt
 fn is_fence(t: u32) -> bool {
     t.wrapping_sub(MONITORED_FENCE) <= 1
 }
+
+refusals! {
+    /// `D3DKMTCreateSynchronizationObject2`'s refusals, in 24H2's order.
+    CreateSynchronizationObject2Check => CREATE_SYNCHRONIZATION_OBJECT2_CHECKS {
+        StructureUnreadable: "the structure not readable" => ACCESS_VIOLATION,
+            elsewhere "the thunk bridge copies the structure in before the entry";
+        Flags: "an Info.Flags bit of 0x7FFFF800" => INVALID_PARAMETER;
+        NtSharingUnshared: "NtSecuritySharing without Shared" => INVALID_PARAMETER;
+        SharedWithoutNt: "a monitored or periodic monitored fence Shared without NtSecuritySharing" => INVALID_PARAMETER;
+        NoSignalNoWait: "a monitored or periodic monitored fence NoSignal with NoWait" => INVALID_PARAMETER;
+        NoGpuAccess: "Info.Flags bit 7 on a type other than the two fences" => INVALID_PARAMETER;
+        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
+        DeviceActive: "a fence: the device not active (other types: the adapter not active)" => DEVICE_REMOVED;
+        NotDxgmms2: "a fence: the adapter not on dxgmms2" => INVALID_PARAMETER,
+            elsewhere "not modelled: every simulated adapter is scheduled by dxgmms2";
+        SignalByKmd: "SignalByKmd on a type other than D3DDDI_CPU_NOTIFICATION, or with Shared or \
+            CrossAdapter" => INVALID_PARAMETER;
+    }
+}
+
+/// `D3DKMTCreateSynchronizationObject2`'s row of the thunk catalog ([`super::catalog`]).
+pub const CREATE_SYNCHRONIZATION_OBJECT2: Thunk = Thunk {
+    name: "D3DKMTCreateSynchronizationObject2",
+    source: Some(&[
+        src("DxgkCreateSynchronizationObject", 0x1403708C0),
+        src("DxgkCreateSynchronizationObjectImpl", 0x1403708E8),
+        src("CreateSynchronizationObjectInternal", 0x1402F9BAC),
+        src("DXGGLOBAL::CreateSyncObject", 0x1402FA1CC),
+    ]),
+    checks: CREATE_SYNCHRONIZATION_OBJECT2_CHECKS,
+    written_back: &[
+        "hSyncObject",
+        "Info.SharedHandle, when Shared without NtSecuritySharing (a fence cannot be) or for \
+         a WSL or virtual-machine process",
+        "a monitored fence: the 0x20 bytes of Info.MonitoredFence (the CPU and GPU addresses \
+         new, InitialFenceValue and EngineAffinity as captured); a periodic one: 0x28 bytes",
+    ],
+    pending: Pending::No,
+    entry: Some("sync_object::dxgk_create_synchronization_object_impl"),
+    gaps: "the simulation makes only D3DDDI_MONITORED_FENCE objects: the other types (mutex, \
+           semaphore, fence, CPU notification, periodic monitored fence) and a monitored fence \
+           with NoGPUAccess or CrossAdapter pass 24H2's checks and are then refused with \
+           STATUS_NOT_SUPPORTED where 24H2 makes them; a monitored fence made Shared with \
+           NtSecuritySharing is made but D3DKMTShareObjects does not share it (see that row); \
+           EngineAffinity is not clamped to the adapter's nodes (24H2 clamps its own copy \
+           only, so nothing written back differs)",
+};
 
 /// `DxgkCreateSynchronizationObjectImpl` (24H2 @0x1403708E8) for the caller's structure `a`:
 /// [`check_arguments`]; `hDevice` in the caller's handle table (`device`; unknown,
@@ -113,25 +161,28 @@ pub fn dxgk_create_synchronization_object_impl(
     device: impl FnOnce(KmtHandle) -> Option<UmsProcess>,
 ) -> Result<MonitoredFence, NtStatus> {
     check_arguments(a)?;
-    let bad = NtStatus(STATUS_INVALID_PARAMETER);
-    let p = device(a.hDevice).ok_or(bad)?;
+    let p = device(a.hDevice).ok_or(CreateSynchronizationObject2Check::Device.refuse())?;
     let k = m.kmt(&p);
     let shared = k.thunk()?;
     if is_fence(a.Info.Type) {
-        super::lock::device_active(&shared, p.device)?;
+        super::lock::device_active(
+            &shared,
+            p.device,
+            CreateSynchronizationObject2Check::DeviceActive.refuse(),
+        )?;
     }
     if a.Info.Flags & SYNC_SIGNAL_BY_KMD != 0
         && (a.Info.Type != CPU_NOTIFICATION
             || a.Info.Flags & (SYNC_SHARED | SYNC_CROSS_ADAPTER) != 0)
     {
-        return Err(bad);
+        return Err(CreateSynchronizationObject2Check::SignalByKmd.refuse());
     }
     // The simulation's one type; and a fence without GPU access or across adapters is not
     // modelled.
     if a.Info.Type != MONITORED_FENCE
         || a.Info.Flags & (SYNC_NO_GPU_ACCESS | SYNC_CROSS_ADAPTER) != 0
     {
-        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+        return Err(gap(STATUS_NOT_SUPPORTED));
     }
     let (h, f) =
         ums::create_sync_fence(m, &shared, p.device, a.Info.InitialFenceValue, a.Info.Flags)

@@ -9,37 +9,106 @@
 //! - **entry**: the simulated kernel's entry for it (`crate::kmt::…`), when it has one of its own;
 //! - **gaps**: what the simulation still answers otherwise (empty: nothing known).
 //!
-//! A new row is a constant in the file of its area (devices, memory, queues, sync), named in
-//! [`THUNKS`] in alphabetical order, and read before any caller uses the thunk (a unit test
-//! fails on a row without a source); `tests/pe_umd_thunks.rs` fails when the DLL imports a
-//! thunk without a row.
+//! A row is a constant beside its kernel entry (`crate::kmt::<entry>`), named in [`THUNKS`] in
+//! alphabetical order, and read before any caller uses the thunk (a unit test fails on a row
+//! without a source); `tests/pe_umd_thunks.rs` fails when the DLL imports a thunk without a
+//! row. A row's checks are declared once with [`refusals!`]: the entry refuses through the
+//! check itself, so it cannot answer a refusal its row does not list, and a check it never
+//! makes is a dead-code error unless the row says where else it is made or why it is not.
+//! A row declared `(unlinked)` (`D3DKMTEscape`, `D3DKMTCreateAllocation2`) still lists its
+//! checks apart from the statuses its entry builds.
 
 use rvgpu_ddi::ntstatus;
 
-mod devices;
-mod memory;
-mod queues;
-mod sync;
+/// Declares a thunk's refusals once, in 24H2's order: an enum with one variant per check,
+/// through which the entry refuses (`Enum::Variant.refuse()`), and the row's `checks` slice.
+/// A check the entry does not make itself carries `elsewhere "why"` (made by the simulated
+/// kernel beneath the entry, or not modelled): only those may go unconstructed.
+macro_rules! refusals {
+    // A row whose entry still builds its refusal statuses itself: its checks are listed, but
+    // nothing yet proves the entry makes each one.
+    (
+        $(#[$m:meta])*
+        $E:ident => $ARR:ident (unlinked) { $($body:tt)+ }
+    ) => {
+        $crate::kmt::catalog::refusals! { $(#[$m])* #[allow(dead_code)] $E => $ARR { $($body)+ } }
+    };
+    (
+        $(#[$m:meta])*
+        $E:ident => $ARR:ident {
+            $($V:ident: $what:expr => $status:expr $(, elsewhere $why:literal)?;)+
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum $E {
+            $(
+                #[doc = $what]
+                $(#[doc = ""] #[doc = $why] #[allow(dead_code)])?
+                $V,
+            )+
+        }
+
+        impl $E {
+            /// The row's check.
+            #[allow(dead_code)]
+            pub(crate) const fn check(self) -> $crate::kmt::catalog::Check {
+                match self {
+                    $(Self::$V => $crate::kmt::catalog::check($what, $status),)+
+                }
+            }
+
+            /// The refusal: the status 24H2 answers the check with.
+            #[allow(dead_code)]
+            pub(crate) fn refuse(self) -> rvgpu_umd::kmt::NtStatus {
+                rvgpu_umd::kmt::NtStatus(self.check().status as i32)
+            }
+        }
+
+        /// The row's checks, in 24H2's order.
+        const $ARR: &[$crate::kmt::catalog::Check] =
+            &[$($crate::kmt::catalog::check($what, $status),)+];
+    };
+}
+pub(crate) use refusals;
+
+/// A refusal the simulation makes where 24H2 would not (its row's `gaps` says which): kept
+/// apart from the row's checks so every other refusal of an entry is one of them.
+pub(crate) fn gap(status: i32) -> rvgpu_umd::kmt::NtStatus {
+    rvgpu_umd::kmt::NtStatus(status)
+}
+
+/// What a row beside its kernel entry writes with: the row's types, its constructors and the
+/// statuses it names.
+pub(crate) mod row {
+    pub(crate) use super::{
+        gap, refusals, src, Pending, Thunk, ACCESS_DENIED, ACCESS_VIOLATION, BUFFER_TOO_SMALL,
+        DATATYPE_MISALIGNMENT, DEVICE_REMOVED, GPU_EXCEPTION_ON_DEVICE,
+        GRAPHICS_INVALID_DISPLAY_ADAPTER, INVALID_HANDLE, INVALID_PARAMETER, NOT_FOUND,
+        NOT_SUPPORTED, NO_MEMORY, OBJECT_NAME_INVALID, OBJECT_TYPE_MISMATCH, UNSUCCESSFUL,
+    };
+}
 
 // The statuses the rows name, as the catalog's `u32` words; the values are ntstatus.h's
 // (`rvgpu_ddi::ntstatus`).
-const INVALID_PARAMETER: u32 = ntstatus::STATUS_INVALID_PARAMETER as u32;
-const UNSUCCESSFUL: u32 = ntstatus::STATUS_UNSUCCESSFUL as u32;
-const NOT_SUPPORTED: u32 = ntstatus::STATUS_NOT_SUPPORTED as u32;
-const ACCESS_VIOLATION: u32 = ntstatus::STATUS_ACCESS_VIOLATION as u32;
-const NO_MEMORY: u32 = ntstatus::STATUS_NO_MEMORY as u32;
-const ACCESS_DENIED: u32 = ntstatus::STATUS_ACCESS_DENIED as u32;
-const INVALID_HANDLE: u32 = ntstatus::STATUS_INVALID_HANDLE as u32;
-const OBJECT_TYPE_MISMATCH: u32 = ntstatus::STATUS_OBJECT_TYPE_MISMATCH as u32;
-const DEVICE_REMOVED: u32 = ntstatus::STATUS_DEVICE_REMOVED as u32;
-const BUFFER_TOO_SMALL: u32 = ntstatus::STATUS_BUFFER_TOO_SMALL as u32;
-const DATATYPE_MISALIGNMENT: u32 = ntstatus::STATUS_DATATYPE_MISALIGNMENT as u32;
-const OBJECT_NAME_INVALID: u32 = ntstatus::STATUS_OBJECT_NAME_INVALID as u32;
-const GPU_EXCEPTION_ON_DEVICE: u32 = ntstatus::STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE as u32;
-const NOT_FOUND: u32 = ntstatus::STATUS_NOT_FOUND as u32;
+pub(crate) const INVALID_PARAMETER: u32 = ntstatus::STATUS_INVALID_PARAMETER as u32;
+pub(crate) const UNSUCCESSFUL: u32 = ntstatus::STATUS_UNSUCCESSFUL as u32;
+pub(crate) const NOT_SUPPORTED: u32 = ntstatus::STATUS_NOT_SUPPORTED as u32;
+pub(crate) const ACCESS_VIOLATION: u32 = ntstatus::STATUS_ACCESS_VIOLATION as u32;
+pub(crate) const NO_MEMORY: u32 = ntstatus::STATUS_NO_MEMORY as u32;
+pub(crate) const ACCESS_DENIED: u32 = ntstatus::STATUS_ACCESS_DENIED as u32;
+pub(crate) const INVALID_HANDLE: u32 = ntstatus::STATUS_INVALID_HANDLE as u32;
+pub(crate) const OBJECT_TYPE_MISMATCH: u32 = ntstatus::STATUS_OBJECT_TYPE_MISMATCH as u32;
+pub(crate) const DEVICE_REMOVED: u32 = ntstatus::STATUS_DEVICE_REMOVED as u32;
+pub(crate) const BUFFER_TOO_SMALL: u32 = ntstatus::STATUS_BUFFER_TOO_SMALL as u32;
+pub(crate) const DATATYPE_MISALIGNMENT: u32 = ntstatus::STATUS_DATATYPE_MISALIGNMENT as u32;
+pub(crate) const OBJECT_NAME_INVALID: u32 = ntstatus::STATUS_OBJECT_NAME_INVALID as u32;
+pub(crate) const GPU_EXCEPTION_ON_DEVICE: u32 =
+    ntstatus::STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE as u32;
+pub(crate) const NOT_FOUND: u32 = ntstatus::STATUS_NOT_FOUND as u32;
 /// 24H2's answer to a BDD_PNP escape on an adapter that is not the basic display driver's:
 /// ntstatus.h names 0xC01E0002 `STATUS_GRAPHICS_INVALID_DISPLAY_ADAPTER`.
-const GRAPHICS_INVALID_DISPLAY_ADAPTER: u32 =
+pub(crate) const GRAPHICS_INVALID_DISPLAY_ADAPTER: u32 =
     ntstatus::STATUS_GRAPHICS_INVALID_DISPLAY_ADAPTER as u32;
 
 /// A function of the decompiled 24H2 kernel.
@@ -90,57 +159,57 @@ pub struct Thunk {
     pub gaps: &'static str,
 }
 
-const fn check(what: &'static str, status: u32) -> Check {
+pub(crate) const fn check(what: &'static str, status: u32) -> Check {
     Check { what, status }
 }
 
-const fn src(function: &'static str, address: u64) -> Source {
+pub(crate) const fn src(function: &'static str, address: u64) -> Source {
     Source { function, address }
 }
 
 /// Every thunk with a row, in alphabetical order.
 pub const THUNKS: &[Thunk] = &[
-    devices::CLOSE_ADAPTER,
-    queues::CONNECT_DOORBELL,
-    memory::CREATE_ALLOCATION2,
-    queues::CREATE_CONTEXT_VIRTUAL,
-    devices::CREATE_DEVICE,
-    queues::CREATE_DOORBELL,
-    queues::CREATE_HW_QUEUE,
-    sync::CREATE_NATIVE_FENCE,
-    memory::CREATE_PAGING_QUEUE,
-    sync::CREATE_SYNCHRONIZATION_OBJECT2,
-    memory::DESTROY_ALLOCATION2,
-    queues::DESTROY_CONTEXT,
-    devices::DESTROY_DEVICE,
-    queues::DESTROY_DOORBELL,
-    queues::DESTROY_HW_QUEUE,
-    memory::DESTROY_PAGING_QUEUE,
-    sync::DESTROY_SYNCHRONIZATION_OBJECT,
-    devices::ENUM_ADAPTERS2,
-    devices::ESCAPE,
-    memory::EVICT,
-    memory::FREE_GPU_VIRTUAL_ADDRESS,
-    devices::GET_DEVICE_STATE,
-    memory::INVALIDATE_CACHE,
-    devices::IS_FEATURE_ENABLED,
-    memory::LOCK2,
-    memory::MAKE_RESIDENT,
-    memory::MAP_GPU_VIRTUAL_ADDRESS,
-    queues::NOTIFY_WORK_SUBMISSION,
-    devices::OPEN_ADAPTER_FROM_LUID,
-    sync::OPEN_NATIVE_FENCE_FROM_NT_HANDLE,
-    devices::QUERY_ADAPTER_INFO,
-    memory::RESERVE_GPU_VIRTUAL_ADDRESS,
-    sync::SHARE_OBJECTS,
-    sync::SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU,
-    queues::SUBMIT_COMMAND,
-    queues::SUBMIT_COMMAND_TO_HW_QUEUE,
-    sync::SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE,
-    sync::SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE,
-    memory::UNLOCK2,
-    memory::UPDATE_GPU_VIRTUAL_ADDRESS,
-    sync::WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU,
+    super::adapter::CLOSE_ADAPTER,
+    super::doorbell::CONNECT_DOORBELL,
+    super::allocation::CREATE_ALLOCATION2,
+    super::context_virtual::CREATE_CONTEXT_VIRTUAL,
+    super::device::CREATE_DEVICE,
+    super::doorbell::CREATE_DOORBELL,
+    super::hw_queue::CREATE_HW_QUEUE,
+    super::native_fence::CREATE_NATIVE_FENCE,
+    super::paging_queue::CREATE_PAGING_QUEUE,
+    super::sync_object::CREATE_SYNCHRONIZATION_OBJECT2,
+    super::allocation::DESTROY_ALLOCATION2,
+    super::context_virtual::DESTROY_CONTEXT,
+    super::device::DESTROY_DEVICE,
+    super::doorbell::DESTROY_DOORBELL,
+    super::hw_queue::DESTROY_HW_QUEUE,
+    super::paging_queue::DESTROY_PAGING_QUEUE,
+    super::destroy_sync::DESTROY_SYNCHRONIZATION_OBJECT,
+    super::adapter::ENUM_ADAPTERS2,
+    super::escape::ESCAPE,
+    super::evict::EVICT,
+    super::gpu_va::FREE_GPU_VIRTUAL_ADDRESS,
+    super::device_state::GET_DEVICE_STATE,
+    super::invalidate_cache::INVALIDATE_CACHE,
+    super::feature::IS_FEATURE_ENABLED,
+    super::lock::LOCK2,
+    super::paging_queue::MAKE_RESIDENT,
+    super::gpu_va::MAP_GPU_VIRTUAL_ADDRESS,
+    super::doorbell::NOTIFY_WORK_SUBMISSION,
+    super::adapter::OPEN_ADAPTER_FROM_LUID,
+    super::native_fence::OPEN_NATIVE_FENCE_FROM_NT_HANDLE,
+    super::query_adapter_info::QUERY_ADAPTER_INFO,
+    super::gpu_va::RESERVE_GPU_VIRTUAL_ADDRESS,
+    super::share::SHARE_OBJECTS,
+    super::sync_from_cpu::SIGNAL_SYNCHRONIZATION_OBJECT_FROM_CPU,
+    super::submit_command::SUBMIT_COMMAND,
+    super::hw_queue::SUBMIT_COMMAND_TO_HW_QUEUE,
+    super::hw_queue_sync::SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE,
+    super::hw_queue_sync::SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE,
+    super::lock::UNLOCK2,
+    super::gpu_va::UPDATE_GPU_VIRTUAL_ADDRESS,
+    super::sync_from_cpu::WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU,
 ];
 
 /// The row of thunk `name`.
