@@ -222,19 +222,17 @@ impl Machine {
         let ctx = a.context();
         a.observer()
             .handed(&rvgpu_ddi::handover::START_DEVICE, &start_info);
-        let status = ddi::call(&a, start, At::Caller, |start| {
-            // SAFETY: the driver's StartDevice with its context and valid pointers to our
-            // start info, callback table and out-parameters, all live during the call.
-            unsafe {
-                start(
-                    ctx,
-                    &mut start_info,
-                    &mut *iface,
-                    &mut sources,
-                    &mut children,
-                )
-            }
-        });
+        let status = start.call_unaudited(
+            &a,
+            At::Caller,
+            (
+                ctx,
+                &mut start_info,
+                &mut *iface,
+                &mut sources,
+                &mut children,
+            ),
+        );
         if !matches!(status, Ok(s) if s >= 0) {
             // A failed start: the interrupt is disconnected and no DPC may run for it any more.
             a.irq.connected.store(false, Ordering::Release);
@@ -268,16 +266,18 @@ impl Machine {
         }
         let reject =
             |why: String| -> Result<AdapterInfo, SimError> { Err(SimError::Rejected(why)) };
-        let metadata = match start_checks(&a, &t, &caps, sources, children)? {
+        if let Err(w) = start_checks(&a, &t, &caps, sources, children)? {
+            self.state.push_log(
+                rvgpu_kmd::platform::Level::Error,
+                format!("start rejected: {w}"),
+            );
+            self.stop_inner(&a, &t)?;
+            return reject(w);
+        }
+        // UM-03, BR-70: node metadata for every node.
+        let metadata = match crate::ums::query_node_metadata(&a, &t, &caps)? {
             Ok(m) => m,
-            Err(w) => {
-                self.state.push_log(
-                    rvgpu_kmd::platform::Level::Error,
-                    format!("start rejected: {w}"),
-                );
-                self.stop_inner(&a, &t)?;
-                return reject(w);
-            }
+            Err(v) => return self.refuse(&a, &t, v),
         };
         // BR-71..75 per node.
         let rules = bringup::nodes::check_nodes(&a, &t, &caps, &metadata);
@@ -340,6 +340,8 @@ impl Machine {
             .ok_or_else(|| self.misuse("no AddDevice".into()))?;
         let pdo = a.resources.pdo();
         let mut ctx: *mut c_void = std::ptr::null_mut();
+        // `ddi::Ddi::call` takes no `PDEVICE_OBJECT` parameter (a DEVICE_OBJECT is not a
+        // `ddi::Block`): this call keeps the closure form.
         let status = ddi::call(a, add, At::Caller, |add| {
             // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
             unsafe { add(pdo, &mut ctx) }
@@ -388,7 +390,8 @@ impl Machine {
         }
         // BR-65(b) ([D] VidMmInitializePagingProcess → InitDmaPools): the paging DMA pool,
         // after the system devices and before the paging fences and VA space.
-        if let Err(v) = crate::vidmm::dmapool::init_paging_pool(a) {
+        let pool = crate::vidmm::dmapool::paging_pool(a);
+        if let Some(v) = bringup::paging::check_paging_pool(&pool) {
             return Some(self.refuse(a, t, v));
         }
         // The paging process's space, root and scheduling logs are built with the tables
@@ -416,25 +419,23 @@ impl Machine {
         None
     }
 
-    /// Fails the start for `v` with Windows' status (the adapter is stopped again).
     /// The paging process could not be set up (\[D\] VidMmInitializePagingProcess: the first
-    /// failure fails the adapter): a driver status fails the start with it (BR-66).
+    /// failure fails the adapter): a failure with a status is BR-66's (`bringup::paging`).
     fn paging_process_failed(
         &self,
         a: &AdapterShared,
         t: &DRIVER_INITIALIZATION_DATA,
         e: SimError,
     ) -> Result<AdapterInfo, SimError> {
-        match e.status() {
-            Some(status) => self.refuse(
-                a,
-                t,
-                bringup::Violation {
-                    rule: "BR-66",
-                    status,
-                    why: format!("paging process: {e}"),
-                },
-            ),
+        let rows = bringup::paging::PAGING_PROCESS_RULES;
+        match bringup::paging::check(rows, "the paging process", None, e.status()) {
+            Some(v) => {
+                self.state.push_log(
+                    rvgpu_kmd::platform::Level::Error,
+                    format!("paging process: {e}"),
+                );
+                self.refuse(a, t, v)
+            }
             None => {
                 self.state.push_log(
                     rvgpu_kmd::platform::Level::Error,
@@ -446,10 +447,9 @@ impl Machine {
         }
     }
 
-    /// BR-14 (\[D24\] `DpiFdoValidateKmdAndPnpVersionMatch` @ 0x1403F0520, see
-    /// [`crate::adapter::kmdver`]): a file version that differs from the device's DriverVersion
-    /// and is not exempt fails AddDevice with `STATUS_DEVICE_CONFIGURATION_ERROR` (`Err`: the
-    /// refusal to return once the miniport's AddDevice is undone).
+    /// BR-14 (`bringup::add_device`): a file version that differs from the device's
+    /// DriverVersion and is not exempt fails AddDevice (`Err`: the refusal to return once the
+    /// miniport's AddDevice is undone).
     fn check_kmd_version(
         &self,
         a: &AdapterShared,
@@ -467,29 +467,27 @@ impl Machine {
             a.registry_keys().driver_version.as_deref(),
             file,
         );
-        match outcome {
+        let mismatch = match outcome {
             kmdver::Outcome::Mismatch { pnp, file } => {
-                let why = format!(
-                    "the KMD's file version {} differs from the device's DriverVersion {} \
-                     (both majors below 21 would be exempt)",
-                    kmdver::dotted(file),
-                    kmdver::dotted(pnp)
-                );
-                self.state.push_log(
-                    rvgpu_kmd::platform::Level::Error,
-                    format!("AddDevice refused: BR-14: {why}"),
-                );
-                Err(SimError::StartRefused {
-                    rule: "BR-14",
-                    status: kmdver::STATUS_DEVICE_CONFIGURATION_ERROR,
-                    why,
-                })
+                Some((kmdver::dotted(file), kmdver::dotted(pnp)))
             }
             // Equal, exempt or not compared: Windows goes on without a word.
             kmdver::Outcome::Match
             | kmdver::Outcome::Exempt { .. }
-            | kmdver::Outcome::Skipped(_) => Ok(()),
-        }
+            | kmdver::Outcome::Skipped(_) => None,
+        };
+        let Some(v) = bringup::add_device::check_kmd_version(mismatch) else {
+            return Ok(());
+        };
+        self.state.push_log(
+            rvgpu_kmd::platform::Level::Error,
+            format!("AddDevice refused: {}: {}", v.rule, v.why),
+        );
+        Err(SimError::StartRefused {
+            rule: v.rule,
+            status: v.status,
+            why: v.why,
+        })
     }
 
     /// The file version of the driver build this machine loads: the `rvgpu.sys` a PE machine
@@ -502,6 +500,7 @@ impl Machine {
         Ok(crate::adapter::registry::stamped_file_version())
     }
 
+    /// Fails the start for `v` with Windows' status (the adapter is stopped again).
     fn refuse(
         &self,
         a: &AdapterShared,
@@ -613,8 +612,7 @@ impl Machine {
         // device, then the paging process itself.
         crate::vidsch::system::destroy(a, t)?;
         crate::vidmm::mmu::close_paging_process(a)?;
-        // SAFETY: the driver's StopDevice with its context.
-        let status = unsafe { ddi::call_arg(a, stop, At::Caller, a.context()) };
+        let status = stop.call(a, At::Caller, a.context());
         // Disconnect the interrupt and flush DPCs whatever StopDevice said (IoDisconnectInterrupt
         // and KeFlushQueuedDpcs follow the stop in Dxgkrnl).
         a.irq.connected.store(false, Ordering::Release);
@@ -675,8 +673,7 @@ impl Machine {
             let ctx = a.context();
             let removal = rvgpu_ddi::adapter::DxgkRemovalPnPNotify;
             // The return status is ignored for a removal while running (the DDI's page).
-            // SAFETY: the driver's DDI with its context.
-            let _ = unsafe { ddi::passive_with(&a, f, ctx, removal) }?;
+            let _ = f.passive(&a, (ctx, removal))?;
         }
         self.device_removed(i)
     }
@@ -691,9 +688,8 @@ impl Machine {
         }
         let remove = ddi::in_table!(t, DxgkDdiRemoveDevice)
             .ok_or_else(|| self.misuse("no RemoveDevice".into()))?;
-        // SAFETY: the driver's RemoveDevice with its context; nothing calls the driver for this
-        // adapter afterwards.
-        let status = unsafe { ddi::call_arg(&a, remove, At::Caller, a.context()) }?;
+        // Nothing calls the driver for this adapter afterwards.
+        let status = remove.call(&a, At::Caller, a.context())?;
         check_status(remove, status)?;
         // The driver freed its adapter: a kernel timer still set in it is 0xC7.
         if let Err(b) = crate::adapter::ktimer::check_removed(&a) {
@@ -793,15 +789,14 @@ impl Machine {
 }
 
 /// The start-time checks that reject the adapter: its caps, a render-only adapter's
-/// sources and children, native fences (NF-10, NF-11), each node's metadata (UM-03, BR-70).
-/// Returns the node metadata, or why the start is rejected.
+/// sources and children, native fences (NF-10, NF-11). `Err`: why the start is rejected.
 fn start_checks(
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
     caps: &DXGK_DRIVERCAPS,
     sources: u32,
     children: u32,
-) -> Result<Result<Vec<rvgpu_ddi::submission::DXGK_NODEMETADATA>, String>, SimError> {
+) -> Result<Result<(), String>, SimError> {
     let mut why = validate_caps(caps).err();
     if sources != 0 || children != 0 {
         why = Some(format!(
@@ -837,18 +832,9 @@ fn start_checks(
         }
     }
     lock(&a.fence_os).caps = fence_caps;
-    let mut metadata = Vec::new();
-    if why.is_none() {
-        // UM-03, BR-70: node metadata for every node.
-        match crate::ums::query_node_metadata(a, t, caps) {
-            Ok(m) => metadata = m,
-            Err(SimError::Rejected(w)) => why = Some(w),
-            Err(e) => return Err(e),
-        }
-    }
     Ok(match why {
         Some(w) => Err(w),
-        None => Ok(metadata),
+        None => Ok(()),
     })
 }
 

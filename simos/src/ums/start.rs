@@ -18,13 +18,13 @@ use crate::state::ums::mapping::PAGE;
 
 use crate::state::ums::Power;
 
-/// Queries `DxgkDdiGetNodeMetadata` for every node (UM-03, BR-70). `Err(SimError::Rejected)`
-/// when GetNodeMetadata fails for a valid node.
+/// Queries `DxgkDdiGetNodeMetadata` for every node (UM-03); `Ok(Err(v))`: the start fails with
+/// BR-70's row `v` (`bringup::nodes`).
 pub(crate) fn query_node_metadata(
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
     caps: &rvgpu_ddi::adapter::DXGK_DRIVERCAPS,
-) -> Result<Vec<DXGK_NODEMETADATA>, SimError> {
+) -> Result<Result<Vec<DXGK_NODEMETADATA>, bringup::Violation>, SimError> {
     let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
     let mut metadata = Vec::new();
     if let Some(get) = ddi::in_table!(t, DxgkDdiGetNodeMetadata) {
@@ -69,19 +69,15 @@ pub(crate) fn query_node_metadata(
                     ),
                 ));
             }
-            if !NT_SUCCESS(status) {
-                return Err(SimError::Rejected(format!(
-                    "DxgkDdiGetNodeMetadata(node {node}) failed ({:#010x}); it must succeed for \
-                     every node (BR-70)",
-                    status as u32
-                )));
+            if let Some(v) = bringup::nodes::check_metadata(get.routine(), node, status) {
+                return Ok(Err(v));
             }
             // SAFETY: `entry` points at `stride` initialised bytes of `array`; the struct is
             // packed plain data, read unaligned.
             metadata.push(unsafe { entry.read_unaligned() });
         }
     }
-    Ok(metadata)
+    Ok(Ok(metadata))
 }
 
 /// After the node rules (BR-71..73): `DXGKQAITYPE_USERMODESUBMISSION_CAPS`, asked only if some

@@ -16,10 +16,10 @@
 //! aperture segment first passed".
 
 use rvgpu_ddi::memory::DXGK_SEGMENTFLAGS;
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NO_MEMORY};
+use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_ddi::submission::DXGK_CONTEXTINFO;
 
-use crate::adapter::bringup::Violation;
+use crate::adapter::bringup::paging::PagingPool;
 use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{BugCheck, VIDEO_MEMORY_MANAGEMENT_INTERNAL};
 use crate::base::error::SimError;
@@ -50,31 +50,18 @@ pub fn verify_segment_set(model: &MemoryModel, set: u32) -> Result<(), String> {
     Ok(())
 }
 
-/// BR-65(b): the paging pool, created when the paging process is initialised (after the
-/// system devices, before the paging fences and VA space). `Err(v)` fails the start.
-pub(crate) fn init_paging_pool(a: &AdapterShared) -> Result<(), Violation> {
+/// BR-65(b)'s facts (`bringup::paging`): the paging pool, created when the paging process is
+/// initialised (after the system devices, before the paging fences and VA space).
+pub(crate) fn paging_pool(a: &AdapterShared) -> PagingPool {
     let model = lock(&a.mm.memory_model).clone();
     let segment = model.paging_buffer_segment;
-    if segment != 0 {
-        if let Err(why) = verify_segment_set(&model, 1 << (segment - 1).min(31)) {
-            return Err(Violation {
-                rule: "BR-65",
-                status: STATUS_INVALID_PARAMETER,
-                why: format!("paging buffers (PagingBufferSegmentId {segment}): {why}"),
-            });
-        }
+    PagingPool {
+        segment,
+        segment_set: (segment != 0)
+            .then(|| verify_segment_set(&model, 1 << (segment - 1).min(31)).err())
+            .flatten(),
+        size: model.paging_buffer_size,
     }
-    // The pool's buffers are allocated at once; a zero-byte buffer cannot be (inferred: with
-    // segment 0 AddDmaBufferToPool asks MmAllocateContiguousNodeMemory for PagingBufferSize
-    // bytes and fails the pool with NO_MEMORY when it gets nothing).
-    if model.paging_buffer_size == 0 {
-        return Err(Violation {
-            rule: "BR-65",
-            status: STATUS_NO_MEMORY,
-            why: "PagingBufferSize 0: the paging pool has no buffers".into(),
-        });
-    }
-    Ok(())
 }
 
 /// The size of every paging buffer VidMm hands to `DxgkDdiBuildPagingBuffer`: the driver's

@@ -57,7 +57,9 @@ use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA_FLAGS;
 use rvgpu_hw::addr::BusAddr;
 
+use crate::adapter::bringup;
 use crate::adapter::ddi;
+use crate::adapter::rules::Routine;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -107,6 +109,10 @@ pub(crate) struct PagingSpace<'a> {
     pub unmap: &'a dyn Fn(u64, u64) -> Result<(), SimError>,
 }
 
+/// The DDIs BR-77 and BR-79 name.
+const BANDS: &str = Routine::DxgkDdiSetupPriorityBands.rules().name;
+const LOG: &str = Routine::DxgkDdiSetSchedulingLogBuffer.rules().name;
+
 /// BR-77 and BR-79 after a successful start (see the module doc).
 pub(crate) fn initialize_nodes(
     paging: &PagingSpace,
@@ -144,18 +150,13 @@ pub(crate) fn initialize_nodes(
             processGracePeriodForBand: DEFAULT_PROCESS_GRACE_PERIOD_FOR_BAND,
             targetNormalBandPercentage: a.os.hws_normal_band_percentage,
         };
-        // SAFETY: a valid argument block (values only).
-        let status =
-            unsafe { optional_ddi(a, ddi::in_table!(t, DxgkDdiSetupPriorityBands), &args) }?;
+        let status = optional_ddi(a, ddi::in_table!(t, DxgkDdiSetupPriorityBands), &args)?;
         lock(&a.sch.hws)
             .calls
             .push(HwsCall::SetupPriorityBands { node, args, status });
-        if let Some(s) = status.filter(|s| *s < 0 && *s != STATUS_NOT_IMPLEMENTED) {
-            return Err(SimError::StartRefused {
-                rule: "BR-77",
-                status: s,
-                why: format!("DxgkDdiSetupPriorityBands(node {node}) failed"),
-            });
+        let rows = bringup::paging::PRIORITY_BAND_RULES;
+        if let Some(v) = bringup::paging::check(rows, BANDS, Some(node), status) {
+            return Err(v.into());
         }
     }
     // BR-79: VidMmInitializePagingProcess → VidSchCreateSchedulingLogs (driver version ≥ 2.5).
@@ -196,9 +197,8 @@ pub(crate) fn initialize_nodes(
             LogBufferGpuVa: alloc.bus_addr,
             InterruptEntry: interrupt_entry,
         };
-        // SAFETY: a valid argument block whose buffer stays allocated until the adapter stops.
-        let status =
-            unsafe { optional_ddi(a, ddi::in_table!(t, DxgkDdiSetSchedulingLogBuffer), &args) }?;
+        // The log buffer stays allocated until the adapter stops.
+        let status = optional_ddi(a, ddi::in_table!(t, DxgkDdiSetSchedulingLogBuffer), &args)?;
         lock(&a.sch.hws)
             .calls
             .push(HwsCall::SetSchedulingLogBuffer {
@@ -209,33 +209,25 @@ pub(crate) fn initialize_nodes(
                 gpu_va: args.LogBufferGpuVa,
                 status,
             });
-        match status {
-            Some(s) if s >= 0 => {
-                let _ = lock(&a.sch.hws).logs.insert(
-                    node,
-                    NodeLog {
-                        alloc,
-                        entries: u64::from(n),
-                        interrupt_entry,
-                        last_ts: 0,
-                        stats: SchedLogStats::default(),
-                        accepted: Vec::new(),
-                    },
-                );
-            }
-            Some(s) if s != STATUS_NOT_IMPLEMENTED => {
-                (paging.unmap)(alloc.bus_addr, size)?;
-                let _ = a.device.memory().free_system(BusAddr::new(alloc.bus_addr));
-                return Err(SimError::StartRefused {
-                    rule: "BR-79",
-                    status: s,
-                    why: format!("DxgkDdiSetSchedulingLogBuffer(node {node}) failed"),
-                });
-            }
-            _ => {
-                (paging.unmap)(alloc.bus_addr, size)?;
-                let _ = a.device.memory().free_system(BusAddr::new(alloc.bus_addr));
-            }
+        if let Some(true) = status.map(|s| s >= 0) {
+            let _ = lock(&a.sch.hws).logs.insert(
+                node,
+                NodeLog {
+                    alloc,
+                    entries: u64::from(n),
+                    interrupt_entry,
+                    last_ts: 0,
+                    stats: SchedLogStats::default(),
+                    accepted: Vec::new(),
+                },
+            );
+            continue;
+        }
+        (paging.unmap)(alloc.bus_addr, size)?;
+        let _ = a.device.memory().free_system(BusAddr::new(alloc.bus_addr));
+        let rows = bringup::paging::SCHEDULING_LOG_RULES;
+        if let Some(v) = bringup::paging::check(rows, LOG, Some(node), status) {
+            return Err(v.into());
         }
     }
     Ok(())
@@ -429,14 +421,11 @@ fn set_properties(
         gracePeriodSamePriority: CONTEXT_GRACE_SAME_PRIORITY,
         gracePeriodLowerPriority: 0,
     };
-    // SAFETY: a valid argument block (values only).
-    let status = unsafe {
-        optional_ddi(
-            a,
-            ddi::table_slot!(a, DxgkDdiSetContextSchedulingProperties)?,
-            &args,
-        )
-    }?;
+    let status = optional_ddi(
+        a,
+        ddi::table_slot!(a, DxgkDdiSetContextSchedulingProperties)?,
+        &args,
+    )?;
     // [D] VidSchiCreateHwContextInternal ignores the status; the caller of a priority change
     // gets it.
     lock(&a.sch.hws)
@@ -504,20 +493,14 @@ pub(crate) fn set_context_priority(
 
 /// Calls an optional scheduling DDI that takes the adapter's context and an argument block, at
 /// PASSIVE_LEVEL: its status, or `None` when the driver has no such DDI.
-///
-/// # Safety
-/// Every pointer in `args` stays valid for as long as the DDI may use it.
-unsafe fn optional_ddi<T: 'static>(
+fn optional_ddi<T: ddi::Block>(
     a: &AdapterShared,
-    f: Option<ddi::Ddi<unsafe extern "system" fn(HANDLE, *const T) -> NTSTATUS>>,
+    f: Option<ddi::HandleRefFn<T>>,
     args: &T,
 ) -> Result<Option<NTSTATUS>, SimError> {
     let Some(f) = f else {
         return Ok(None);
     };
-    let ctx = a.context();
-    // Through the central path, which checks the block against the DDI's row sets.
-    // SAFETY: the driver's DDI with its context and an argument block valid as the caller
-    // guarantees.
-    unsafe { ddi::passive_with(a, f, ctx, args as *const T) }.map(Some)
+    // Audited: the block is checked against the DDI's row sets.
+    f.passive(a, (a.context(), args)).map(Some)
 }

@@ -15,7 +15,7 @@ use rvgpu_ddi::submission::{
 };
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 
-use crate::adapter::bringup::Violation;
+use crate::adapter::bringup::{self, Violation};
 use crate::adapter::ddi::{self};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
@@ -27,12 +27,14 @@ pub use crate::state::vidsch::SystemObjects;
 /// The OS's handle of the system device (what the driver may call back with).
 const SYSTEM_DEVICE_OS_HANDLE: usize = 0x7D5E_0000_0000;
 
-fn refused(what: &str, status: NTSTATUS) -> Violation {
-    Violation {
-        rule: "BR-66",
-        status,
-        why: format!("{what} failed ({:#010x})", status as u32),
-    }
+/// BR-66 (`bringup::paging`) for `what` (on `node`) answering `status`.
+fn check(what: &'static str, node: Option<u32>, status: NTSTATUS) -> Option<Violation> {
+    bringup::paging::check(
+        bringup::paging::PAGING_PROCESS_RULES,
+        what,
+        node,
+        Some(status),
+    )
 }
 
 /// Creates the system device and one system context per node. `Ok(Err(v))`: the start fails
@@ -60,10 +62,9 @@ pub(crate) fn create(
         hKmdProcess: crate::vidmm::mmu::paging_process_kmd(a).unwrap_or(0) as HANDLE,
     };
     let ctx = a.context();
-    // SAFETY: the driver's DDI with its adapter context and a valid argument block.
-    let status = unsafe { ddi::passive_with(a, create_device, ctx, &mut args) }?;
-    if status < 0 {
-        return Ok(Err(refused("DxgkDdiCreateDevice (system device)", status)));
+    let status = create_device.passive(a, (ctx, &mut args))?;
+    if let Some(v) = check(create_device.routine().rules().name, None, status) {
+        return Ok(Err(v));
     }
     let device = args.hDevice as usize;
     crate::ums::check_kmd_handle(
@@ -87,16 +88,10 @@ pub(crate) fn create(
         };
         a.observer()
             .handed(&rvgpu_ddi::handover::CREATE_CONTEXT, &args);
-        let status = ddi::passive(a, create_context, |create_context| {
-            // SAFETY: the driver's DDI with its system device and a valid argument block.
-            unsafe { create_context(device as HANDLE, &mut args) }
-        })?;
-        if status < 0 {
+        let status = create_context.passive_unaudited(a, (device as HANDLE, &mut args))?;
+        if let Some(v) = check(create_context.routine().rules().name, Some(node), status) {
             destroy(a, t)?;
-            return Ok(Err(refused(
-                &format!("DxgkDdiCreateContext (system context, node {node})"),
-                status,
-            )));
+            return Ok(Err(v));
         }
         let h = args.hContext as usize;
         let mut sys = lock(&a.sch.system);

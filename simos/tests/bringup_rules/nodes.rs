@@ -107,3 +107,21 @@ fn br_76_user_mode_submission_caps_rules() {
     );
     refused(r, "BR-76", STATUS_NOT_SUPPORTED);
 }
+
+unsafe extern "system" fn failing_node_metadata(
+    _h: HANDLE,
+    _node: u32,
+    _out: *mut DXGK_NODEMETADATA,
+) -> NTSTATUS {
+    STATUS_INVALID_PARAMETER
+}
+
+/// BR-70: a failed `DxgkDdiGetNodeMetadata` fails the start with the driver's status (\[D\]
+/// `ADAPTER_RENDER::Initialize` returns it).
+#[test]
+fn br_70_node_metadata_failure_fails_the_start_with_the_driver_s_status() {
+    let (_, r) = start_with(no_edit, |t| {
+        t.DxgkDdiGetNodeMetadata = Some(failing_node_metadata)
+    });
+    refused(r, "BR-70", STATUS_INVALID_PARAMETER);
+}

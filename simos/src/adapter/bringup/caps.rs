@@ -12,18 +12,11 @@ use rvgpu_ddi::NTSTATUS;
 
 use super::facts::{StartFacts, UmdName};
 use super::rule::{
-    when, Facts, Outcome, Rule, Violation, STATUS_DEVICE_CONFIGURATION_ERROR,
-    STATUS_OBJECT_NAME_NOT_FOUND, STATUS_REVISION_MISMATCH,
+    filled_by_name, slot, when, Facts, Outcome, Rule, TableSlot, Violation,
+    STATUS_DEVICE_CONFIGURATION_ERROR, STATUS_OBJECT_NAME_NOT_FOUND, STATUS_REVISION_MISMATCH,
 };
 use crate::adapter::rules::{self, Slot};
 use crate::os::CpuArch;
-
-/// DDIs whose presence makes a render core ([`Slot::RenderCore`] in the rule table; \[D\]
-/// `CreateRenderCore`: on a WDDM 1.2+ driver with every one of them NULL the adapter simply has
-/// no render core, BR-56). One more slot of Windows' list (DXGADAPTER qword 85) is not identified
-/// and not modelled.
-pub const RENDER_CORE_DDIS: &[&str] =
-    &rules::slot_names::<{ rules::slot_count(Slot::RenderCore) }>(Slot::RenderCore);
 
 /// `PresentationCaps` bits (d3dkmddi.h `DXGK_PRESENTATIONCAPS`).
 const SUPPORT_KERNEL_MODE_COMMAND_BUFFER: u32 = 1 << 2;
@@ -39,31 +32,31 @@ const KNOWN_WDDM_VERSIONS: &[u32] = &[
 ];
 
 /// BR-47: the DDIs a render core needs (`DxgkDdiControlInterrupt` too, unless compute-only).
-const RENDER_DDIS: &[&str] = &[
-    "DxgkDdiInterruptRoutine",
-    "DxgkDdiDpcRoutine",
-    "DxgkDdiCreateDevice",
-    "DxgkDdiDestroyDevice",
-    "DxgkDdiDestroyAllocation",
-    "DxgkDdiDescribeAllocation",
-    "DxgkDdiGetStandardAllocationDriverData",
-    "DxgkDdiOpenAllocation",
-    "DxgkDdiCloseAllocation",
-    "DxgkDdiSubmitCommand",
-    "DxgkDdiPreemptCommand",
-    "DxgkDdiBuildPagingBuffer",
-    "DxgkDdiResetFromTimeout",
-    "DxgkDdiRestartFromTimeout",
-    "DxgkDdiCollectDbgInfo",
-    "DxgkDdiPresent",
+const RENDER_DDIS: &[TableSlot] = &[
+    slot!(DxgkDdiInterruptRoutine),
+    slot!(DxgkDdiDpcRoutine),
+    slot!(DxgkDdiCreateDevice),
+    slot!(DxgkDdiDestroyDevice),
+    slot!(DxgkDdiDestroyAllocation),
+    slot!(DxgkDdiDescribeAllocation),
+    slot!(DxgkDdiGetStandardAllocationDriverData),
+    slot!(DxgkDdiOpenAllocation),
+    slot!(DxgkDdiCloseAllocation),
+    slot!(DxgkDdiSubmitCommand),
+    slot!(DxgkDdiPreemptCommand),
+    slot!(DxgkDdiBuildPagingBuffer),
+    slot!(DxgkDdiResetFromTimeout),
+    slot!(DxgkDdiRestartFromTimeout),
+    slot!(DxgkDdiCollectDbgInfo),
+    slot!(DxgkDdiPresent),
 ];
 
 /// BR-48: the overlay DDIs, all or none.
-const OVERLAY_DDIS: &[&str] = &[
-    "DxgkDdiCreateOverlay",
-    "DxgkDdiUpdateOverlay",
-    "DxgkDdiFlipOverlay",
-    "DxgkDdiDestroyOverlay",
+const OVERLAY_DDIS: &[TableSlot] = &[
+    slot!(DxgkDdiCreateOverlay),
+    slot!(DxgkDdiUpdateOverlay),
+    slot!(DxgkDdiFlipOverlay),
+    slot!(DxgkDdiDestroyOverlay),
 ];
 
 /// What the rows read: the caps, the table, the start's facts and the values several derive.
@@ -82,8 +75,8 @@ pub struct Caps {
 }
 
 impl Caps {
-    fn filled(&self, name: &str) -> bool {
-        self.t.slots().any(|(n, f)| n == name && f)
+    fn filled(&self, slot: TableSlot) -> bool {
+        slot.filled(&self.t)
     }
 
     fn kernel_command_buffers(&self) -> bool {
@@ -121,7 +114,7 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
         MISMATCH,
         |c| {
             when(
-                !c.filled("DxgkDdiQueryAdapterInfo"),
+                !c.filled(slot!(DxgkDdiQueryAdapterInfo)),
                 "DxgkDdiQueryAdapterInfo is missing",
             )
         },
@@ -273,7 +266,7 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
                 c.caps
                     .MiscCaps
                     .is_set(DXGK_DRIVERCAPS_MiscCaps::IndependentVidPnVSyncControl)
-                    && !c.filled("DxgkDdiControlInterrupt3"),
+                    && !c.filled(slot!(DxgkDdiControlInterrupt3)),
                 "MiscCaps.IndependentVidPnVSyncControl without DxgkDdiControlInterrupt3",
             )
         },
@@ -355,9 +348,9 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
         |c| {
             when(
                 c.caps.SupportPerEngineTDR != 0
-                    && !(c.filled("DxgkDdiQueryDependentEngineGroup")
-                        && c.filled("DxgkDdiQueryEngineStatus")
-                        && c.filled("DxgkDdiResetEngine")),
+                    && !(c.filled(slot!(DxgkDdiQueryDependentEngineGroup))
+                        && c.filled(slot!(DxgkDdiQueryEngineStatus))
+                        && c.filled(slot!(DxgkDdiResetEngine))),
                 "SupportPerEngineTDR without QueryDependentEngineGroup, QueryEngineStatus and \
                  ResetEngine",
             )
@@ -370,7 +363,7 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
         INVALID,
         |c| {
             when(
-                c.kernel_command_buffers() && !c.filled("DxgkDdiRenderKm"),
+                c.kernel_command_buffers() && !c.filled(slot!(DxgkDdiRenderKm)),
                 "PresentationCaps.SupportKernelModeCommandBuffer without DxgkDdiRenderKm",
             )
         },
@@ -383,8 +376,8 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
         |c| {
             when(
                 c.caps.SupportRuntimePowerManagement != 0
-                    && !(c.filled("DxgkDdiSetPowerComponentFState")
-                        && c.filled("DxgkDdiPowerRuntimeControlRequest")),
+                    && !(c.filled(slot!(DxgkDdiSetPowerComponentFState))
+                        && c.filled(slot!(DxgkDdiPowerRuntimeControlRequest))),
                 "SupportRuntimePowerManagement without SetPowerComponentFState and \
              PowerRuntimeControlRequest",
             )
@@ -430,15 +423,16 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
         |c| {
             when(
             c.wddm >= 0x2400
-                && c.filled("DxgkDdiQueryDiagnosticTypesSupport")
-                    != c.filled("DxgkDdiControlDiagnosticReporting"),
+                && c.filled(slot!(DxgkDdiQueryDiagnosticTypesSupport))
+                    != c.filled(slot!(DxgkDdiControlDiagnosticReporting)),
             "only one of DxgkDdiQueryDiagnosticTypesSupport and DxgkDdiControlDiagnosticReporting",
         )
         },
     ),
-    // On a WDDM 1.2+ driver with every render DDI NULL there is no render core; a render-only
-    // adapter has no display core either, and an adapter with neither fails. No render-core
-    // rule below runs then.
+    // On a WDDM 1.2+ driver with every render DDI ([`Slot::RenderCore`] in the rule table) NULL
+    // there is no render core; a render-only adapter has no display core either, and an adapter
+    // with neither fails. No render-core rule below runs then. One more slot of Windows' list
+    // (DXGADAPTER qword 85) is not identified and not modelled.
     Rule {
         ends: true,
         ..row(
@@ -448,7 +442,7 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
             MISMATCH,
             |c| {
                 when(
-                    c.wddm >= 0x1200 && !RENDER_CORE_DDIS.iter().any(|n| c.filled(n)),
+                    c.wddm >= 0x1200 && !rules::slots(Slot::RenderCore).any(|n| filled_by_name(&c.t, n)),
                     "no render DDIs and no display core: the adapter has neither capability",
                 )
             },
@@ -465,11 +459,11 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
         |c| {
             let mut missing: Vec<&str> = RENDER_DDIS
                 .iter()
-                .copied()
-                .filter(|n| !c.filled(n))
+                .filter(|s| !c.filled(**s))
+                .map(|s| s.name)
                 .collect();
-            if !c.compute_only && !c.filled("DxgkDdiControlInterrupt") {
-                missing.push("DxgkDdiControlInterrupt");
+            if !c.compute_only && !c.filled(slot!(DxgkDdiControlInterrupt)) {
+                missing.push(slot!(DxgkDdiControlInterrupt).name);
             }
             (!missing.is_empty()).then(|| format!("render DDIs missing: {}", missing.join(", ")))
         },
@@ -480,7 +474,7 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
         "the four overlay DDIs all or none",
         MISMATCH,
         |c| {
-            let filled = OVERLAY_DDIS.iter().filter(|n| c.filled(n)).count();
+            let filled = OVERLAY_DDIS.iter().filter(|s| c.filled(**s)).count();
             when(
                 filled != 0 && filled != OVERLAY_DDIS.len(),
                 "Create, Update, Flip and DestroyOverlay: some filled, not all",
@@ -510,8 +504,8 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
         |c| {
             let n = c.caps.NumberOfSwizzlingRanges;
             (n != 0
-                && !(c.filled("DxgkDdiAcquireSwizzlingRange")
-                    && c.filled("DxgkDdiReleaseSwizzlingRange")))
+                && !(c.filled(slot!(DxgkDdiAcquireSwizzlingRange))
+                    && c.filled(slot!(DxgkDdiReleaseSwizzlingRange))))
             .then(|| format!("{n} swizzling ranges without Acquire/ReleaseSwizzlingRange"))
         },
     ),
@@ -604,7 +598,7 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
         INVALID,
         |c| {
             when(
-                c.wddm >= 0x1300 && !c.filled("DxgkDdiGetNodeMetadata"),
+                c.wddm >= 0x1300 && !c.filled(slot!(DxgkDdiGetNodeMetadata)),
                 "DxgkDdiGetNodeMetadata is missing",
             )
         },
@@ -618,8 +612,8 @@ pub const CAPS_RULES: &[Rule<Caps>] = &[
             when(
                 c.wddm >= 0x2400
                     && c.mm.is_set(DXGK_VIDMMCAPS_0::IoMmuSecureModeSupported)
-                    && !(c.filled("DxgkDdiBeginExclusiveAccess")
-                        && c.filled("DxgkDdiEndExclusiveAccess")),
+                    && !(c.filled(slot!(DxgkDdiBeginExclusiveAccess))
+                        && c.filled(slot!(DxgkDdiEndExclusiveAccess))),
                 "IoMmuSecureModeSupported without DxgkDdiBegin/EndExclusiveAccess",
             )
         },

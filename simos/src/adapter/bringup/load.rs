@@ -40,7 +40,7 @@ pub const LOAD_RULES: &[Rule<DRIVER_INITIALIZATION_DATA>] = &[
 ];
 
 fn missing_load_slots(t: &DRIVER_INITIALIZATION_DATA) -> Option<String> {
-    let filled = |name: &str| t.slots().any(|(n, f)| n == name && f);
+    let filled = |name: &str| super::rule::filled_by_name(t, name);
     let mut missing: Vec<&str> = LOAD_SLOTS.iter().copied().filter(|n| !filled(n)).collect();
     let one_of: Vec<&str> = rules::slots(Slot::LoadOneOf).collect();
     let either = one_of.join(" or ");

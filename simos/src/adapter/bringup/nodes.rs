@@ -1,14 +1,15 @@
-//! The nodes phase: the rules of each node's `DxgkDdiGetNodeMetadata` answer, node by node, as
-//! \[D\] `ADAPTER_RENDER::Initialize` checks them after asking every node (BR-71..75).
+//! The nodes phase: `DxgkDdiGetNodeMetadata` for every node (BR-70), then the rules of each
+//! node's answer, node by node, as \[D\] `ADAPTER_RENDER::Initialize` checks them after asking
+//! every node (BR-71..75).
 
 use rvgpu_ddi::adapter::{DXGK_DRIVERCAPS, DXGK_VIDMMCAPS_0, DXGK_VIDSCHCAPS};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_ddi::submission::{DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS};
-use rvgpu_ddi::BitField;
+use rvgpu_ddi::{BitField, NTSTATUS};
 
-use super::rule::{Facts, Rule, Violation};
-use crate::adapter::rules::{self, Slot};
+use super::rule::{filled_by_name, Answer, Facts, Rule, Violation};
+use crate::adapter::rules::{self, Routine, Slot};
 use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 
@@ -56,6 +57,26 @@ impl Node {
 impl Facts for Node {}
 
 const SOURCE: &str = "[D] ADAPTER_RENDER::Initialize";
+
+/// BR-70's rows, per node as it is asked.
+pub const METADATA_RULES: &[Rule<Answer>] = &[Rule::driver_status(
+    "BR-70",
+    SOURCE,
+    "`DxgkDdiGetNodeMetadata` (node | physical adapter << 16) succeeds for every node",
+    |m| m.failed().map(|st| m.why(st)),
+)];
+
+/// BR-70 for `node`'s answer to `ddi`.
+pub(crate) fn check_metadata(ddi: Routine, node: u32, status: NTSTATUS) -> Option<Violation> {
+    super::rule::first(
+        METADATA_RULES,
+        &Answer {
+            what: ddi.rules().name,
+            node: Some(node),
+            status: Some(status),
+        },
+    )
+}
 
 /// The node phase's rows, in the order Windows checks one node.
 pub const NODE_RULES: &[Rule<Node>] = &[
@@ -196,9 +217,8 @@ pub(crate) fn check_nodes(
                 .is_some(),
         )
     };
-    let filled = |name: &str| t.slots().any(|(n, f)| n == name && f);
     let missing_doorbell_ddis: Vec<&'static str> = rules::slots(Slot::Doorbell)
-        .filter(|d| !filled(d))
+        .filter(|d| !filled_by_name(t, d))
         .collect();
     let os = UmsEnablement {
         hws_and_ums: hws && ums,
@@ -217,7 +237,7 @@ pub(crate) fn check_nodes(
                 os_hws: hws,
                 os,
                 missing_doorbell_ddis: missing_doorbell_ddis.clone(),
-                slot_1368_missing: a.os.ums_requires_slot_1368 && !filled("Reserved4"),
+                slot_1368_missing: a.os.ums_requires_slot_1368 && t.Reserved4.is_null(),
             };
             super::rule::apply(NODE_RULES, &n)
         })

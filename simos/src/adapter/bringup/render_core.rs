@@ -6,7 +6,7 @@ use rvgpu_ddi::adapter::DXGKARG_HISTORYBUFFERPRECISION;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 
-use super::rule::{when, Facts, Rule, Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
+use super::rule::{slot, when, Facts, Rule, Violation, STATUS_DEVICE_CONFIGURATION_ERROR};
 
 /// What the render-core rows read.
 pub struct RenderCore {
@@ -56,10 +56,10 @@ pub fn check_render_core(
     t: &DRIVER_INITIALIZATION_DATA,
     history: Option<DXGKARG_HISTORYBUFFERPRECISION>,
 ) -> Option<Violation> {
-    let filled = |name: &str| t.slots().any(|(n, f)| n == name && f);
     let r = RenderCore {
         version: t.Version,
-        clock_ddis: filled("DxgkDdiCalibrateGpuClock") && filled("DxgkDdiSetStablePowerState"),
+        clock_ddis: slot!(DxgkDdiCalibrateGpuClock).filled(t)
+            && slot!(DxgkDdiSetStablePowerState).filled(t),
         history,
     };
     super::rule::first(RENDER_CORE_RULES, &r)

@@ -1,6 +1,7 @@
 //! A start-up rule as a row: its ID, source, what it checks, what the start fails with and the
 //! check over its phase's facts; the loop that applies a phase's rows; what a broken rule is.
 
+use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
 use rvgpu_ddi::NTSTATUS;
 
@@ -25,6 +26,16 @@ impl Violation {
             rule,
             status,
             why: why.into(),
+        }
+    }
+}
+
+impl From<Violation> for crate::SimError {
+    fn from(v: Violation) -> Self {
+        Self::StartRefused {
+            rule: v.rule,
+            status: v.status,
+            why: v.why,
         }
     }
 }
@@ -106,6 +117,42 @@ impl<F> Rule<F> {
     }
 }
 
+/// A slot of the driver's table as a row names it: its name and whether a table fills it, both
+/// from the field ([`slot!`]), so a renamed slot does not compile instead of leaving a rule
+/// that never fires.
+#[derive(Clone, Copy)]
+pub struct TableSlot {
+    /// The field's name.
+    pub name: &'static str,
+    filled: fn(&DRIVER_INITIALIZATION_DATA) -> bool,
+}
+
+impl TableSlot {
+    #[doc(hidden)]
+    pub const fn new(name: &'static str, filled: fn(&DRIVER_INITIALIZATION_DATA) -> bool) -> Self {
+        Self { name, filled }
+    }
+
+    /// Whether `t` fills the slot.
+    pub fn filled(self, t: &DRIVER_INITIALIZATION_DATA) -> bool {
+        (self.filled)(t)
+    }
+}
+
+/// The [`TableSlot`] of field `$field` of `DRIVER_INITIALIZATION_DATA`.
+macro_rules! slot {
+    ($field:ident) => {
+        $crate::adapter::bringup::rule::TableSlot::new(stringify!($field), |t| t.$field.is_some())
+    };
+}
+pub(crate) use slot;
+
+/// Whether `t` fills the slot the rule table names `name` (slot lists the rule table derives
+/// from the DDI catalog, [`crate::adapter::rules::slots`]).
+pub(crate) fn filled_by_name(t: &DRIVER_INITIALIZATION_DATA, name: &str) -> bool {
+    t.slots().any(|(n, f)| n == name && f)
+}
+
 /// `Some(why)` when `cond` holds.
 pub(crate) fn when(cond: bool, why: &str) -> Option<String> {
     cond.then(|| why.to_owned())
@@ -135,6 +182,36 @@ pub fn apply<F: Facts>(rows: &[Rule<F>], facts: &F) -> Vec<Violation> {
 /// The first row of `rows` that fires over `facts`.
 pub fn first<F: Facts>(rows: &[Rule<F>], facts: &F) -> Option<Violation> {
     apply(rows, facts).into_iter().next()
+}
+
+/// One answer a row checks: what the OS asked (a DDI, with the node it asked it for, or a step
+/// of its own set-up) and its status (`None`: the DDI is not in the table).
+pub struct Answer {
+    /// What was asked.
+    pub what: &'static str,
+    /// The node it was asked for.
+    pub node: Option<u32>,
+    /// Its status.
+    pub status: Option<NTSTATUS>,
+}
+
+impl Answer {
+    pub(crate) fn failed(&self) -> Option<NTSTATUS> {
+        self.status.filter(|s| *s < 0)
+    }
+
+    pub(crate) fn why(&self, status: NTSTATUS) -> String {
+        match self.node {
+            Some(n) => format!("{} on node {n} failed ({:#010x})", self.what, status as u32),
+            None => format!("{} failed ({:#010x})", self.what, status as u32),
+        }
+    }
+}
+
+impl Facts for Answer {
+    fn driver_status(&self) -> Option<NTSTATUS> {
+        self.failed()
+    }
 }
 
 /// A row as docs/windows-bringup.md shows it.
