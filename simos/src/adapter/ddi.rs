@@ -1,19 +1,23 @@
-//! The one way the simulated Dxgkrnl calls a DDI of the driver's table.
+//! The one way the simulated Dxgkrnl calls a DDI of the driver's table, and the one place of
+//! that direction's FFI.
 //!
 //! A call site names the DDI once: `slot!` (or `in_table!` on a copy of the table, or on
 //! an interface the driver hands out) reads a slot and makes a [`Ddi`], the slot's pointer with
-//! the [`Routine`] of the same name, whose rules every helper below applies. The call site gets
-//! the pointer back only inside the call, so it cannot pair one DDI's pointer with another's
-//! IRQL rule or bug-check parameters. (`DriverEntry` is not in a table: the loader checks its
-//! rule itself.)
+//! the [`Routine`] of the same name, whose rules every helper below applies. The call site never
+//! holds the pointer: it passes Rust values to the safe callers ([`Ddi::call`], [`Ddi::passive`]
+//! and their `_unaudited` forms, [`Ddi::call_driver_wide`]), one per DDI prototype shape
+//! ([`Prototype`]), which hold the FFI call and state its contract once. So it cannot pair one
+//! DDI's pointer with another's IRQL rule or bug-check parameters. (`DriverEntry` is not in a
+//! table: the loader checks its rule itself.)
 //!
 //! [`call`] sets the IRQL the DDI runs at, marks the adapter whose DDI the thread is inside,
 //! refuses on a halted machine, enforces the routine's IRQL rule on entry, calls, and checks the
 //! IRQL on return (0xC8 on a mismatch; Windows' 0x113 for the DDIs behind Dxgkrnl's `Ddi*`
 //! wrappers, [`Wrapper::IrqlChecked`] in the rule table, under
-//! `OsConfig::ddi_irql_mismatch_is_0x113`). [`passive_with`] and [`call_arg`] are the two
-//! common DDI shapes over it. Where a missing slot is noticed and what it says stays with the
-//! caller (`slot!` is the usual one); the status helpers below map what the DDI returned.
+//! `OsConfig::ddi_irql_mismatch_is_0x113`). Where a missing slot is noticed and what it says
+//! stays with the caller (`slot!` is the usual one); the status helpers below map what the DDI
+//! returned. The rest of the OS->driver FFI lives here too: `DxgkInitialize`'s entry, the
+//! registry path DriverEntry reads, the thread's current machine.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -540,6 +544,18 @@ impl<F: Prototype> Ddi<F> {
         self.call_unaudited(a, At::Level(Irql::Passive), args)
     }
 
+    /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`, `DxgkDdiControlEtwLogging`) with
+    /// [`call_driver`]'s rules.
+    #[inline(always)]
+    pub fn call_driver_wide(
+        self,
+        state: &Arc<MachineState>,
+        args: F::Args<'_>,
+    ) -> Result<F::Ret, SimError> {
+        // SAFETY: the module's contract, as in `call_unaudited`.
+        call_driver(state, self, |f| unsafe { f.invoke(args) })
+    }
+
     /// Calls the DDI with none of [`call`]'s rules: for the ISR and the DPC, which run under
     /// their own locks and check the IRQL with their own bug-check codes.
     #[inline(always)]
@@ -967,11 +983,8 @@ mod tests {
         "hal/pci.rs",
         // Still to move onto the safe callers or behind a safe helper.
         "adapter/bringup/load.rs",
-        "adapter/featuredb.rs",
         "dxgkrnl/features.rs",
         "dxgkrnl/power.rs",
-        "etw/mod.rs",
-        "kmt/escape.rs",
         "pnp.rs",
         "ums/start.rs",
         "vidmm/init.rs",

@@ -3,8 +3,6 @@
 //! the kernel-mode testing function it exported. The adapter holds it; the callbacks read it.
 
 use rvgpu_ddi::feature::{DXGK_FEATURE_ID, DXGK_FEATURE_VERSION};
-use rvgpu_ddi::kmtest::DXGKARG_BUILDTESTCOMMANDBUFFER;
-use rvgpu_ddi::NTSTATUS;
 
 use crate::adapter::slot::Ddi;
 
@@ -48,7 +46,7 @@ pub struct BuildFn(pub Option<Ddi<BuildTestCommandBuffer>>);
 
 /// The pointer type of `pfnBuildTestCommandBuffer`.
 pub(crate) type BuildTestCommandBuffer =
-    unsafe extern "system" fn(rvgpu_ddi::HANDLE, *mut DXGKARG_BUILDTESTCOMMANDBUFFER) -> NTSTATUS;
+    crate::adapter::ddi::SlotFn<rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER>;
 
 impl PartialEq for BuildFn {
     fn eq(&self, other: &Self) -> bool {

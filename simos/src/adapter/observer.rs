@@ -125,8 +125,8 @@ impl Handover {
 impl Observer {
     /// Checks block `b`, about to be handed to the driver's `ddi`, against the audit: every
     /// field 24H2 leaves zero that `b` fills is noted (meaningful under the 24H2 reading,
-    /// which the audit describes). The central check of a `ddi::passive_with` or
-    /// `ddi::call_arg` call that follows skips the same block.
+    /// which the audit describes). The central check of an audited call (`Ddi::call`) that
+    /// follows skips the same block.
     pub(crate) fn handed<T>(&self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
         let mut h = lock(&self.handover);
         if h.at_call_site.len() >= AT_CALL_SITE_KEPT {
@@ -136,9 +136,9 @@ impl Observer {
         h.checked(ddi, b);
     }
 
-    /// [`Observer::handed`] for a call site whose DDI call has no central check (`ddi::call`,
-    /// `ddi::passive`): the same count and notes, with nothing kept for a central check to
-    /// skip.
+    /// [`Observer::handed`] for a call site whose DDI call has no central check
+    /// (`Ddi::call_unaudited`): the same count and notes, with nothing kept for a central check
+    /// to skip.
     pub(crate) fn handed_alone<T>(&self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
         lock(&self.handover).checked(ddi, b);
     }
