@@ -31,8 +31,11 @@ profile gives both figures.
 import re
 import sys
 
+# The Platform impl's methods demangle as `<SimKernel as Platform>::f` or, named by the module
+# holding the impl, `<impl Platform for SimKernel>::f`.
 DEVICE = re.compile(
     r"SimKernel as rvgpu_kmd::platform::Platform>::mmio_"
+    r"|Platform for rvgpu_simos::adapter::kernel::SimKernel>::mmio_"
     r"|^rvgpu_simos::dxgkrnl::kernel::(resolve|trap)$"
     r"|^<rvgpu_simos::dxgkrnl::kernel::WeakBus as rvgpu_hw::mmio::MmioBus>::"
     r"|DoorbellCpuState::ring$"
@@ -41,7 +44,10 @@ OS = re.compile(
     r"^rvgpu_simos::dxgkrnl::callbacks::"
     r"|^(<)?rvgpu_simos::kmt::"
 )
-PLATFORM = re.compile(r"SimKernel as rvgpu_kmd::platform::Platform>::")
+PLATFORM = re.compile(
+    r"SimKernel as rvgpu_kmd::platform::Platform>::"
+    r"|Platform for rvgpu_simos::adapter::kernel::SimKernel>::"
+)
 SIMOS = re.compile(r"^(<)?rvgpu_simos::")
 # Driver code a callback or thunk calls back into (subtracted from the OS share).
 DRIVER = re.compile(r"^(<)?(rvgpu_kmd|rvgpu_ddi|rvgpu_hw|rvgpu_umd)::|^<rvgpu_kmd::")
@@ -50,10 +56,10 @@ DRIVER = re.compile(r"^(<)?(rvgpu_kmd|rvgpu_ddi|rvgpu_hw|rvgpu_umd)::|^<rvgpu_km
 def classify(name):
     if DEVICE.search(name):
         return "device"
-    if OS.search(name):
-        return "os"
     if PLATFORM.search(name):
         return "platform"
+    if OS.search(name):
+        return "os"
     return None
 
 

@@ -73,12 +73,10 @@ impl crate::Machine {
     ) -> Result<(), crate::SimError> {
         let f = crate::adapter::ddi::in_table!(self.table()?, DxgkDdiControlEtwLogging)
             .ok_or_else(|| crate::SimError::NoDdi("DxgkDdiControlEtwLogging"))?;
-        crate::adapter::ddi::call_driver(
-            &self.state,
-            f,
-            // SAFETY: the driver's routine with plain values, at PASSIVE_LEVEL.
-            |f| unsafe { f(u8::from(enable), flags, level) },
-        )
+        // The driver-wide rules, then the driver's routine with plain values.
+        crate::adapter::ddi::call_driver(&self.state, f, |_| {
+            f.call_bare((u8::from(enable), flags, level))
+        })
     }
 
     /// Starts (or changes) this machine's ETW session for `e.guid` ([`enable`]).

@@ -6,10 +6,7 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_hw::pci;
 
-use super::ffi::{
-    get_device_information as get_device_information_entry, map_memory as map_memory_entry,
-    unmap_memory as unmap_memory_entry, Out,
-};
+use super::view::Place;
 use crate::adapter::callback::enter_status;
 use crate::adapter::kernel;
 use crate::adapter::resources;
@@ -21,16 +18,13 @@ use crate::base::lock::lock;
 /// a dock-aware machine).
 pub(super) fn get_device_information(
     handle: HANDLE,
-    info: Option<Out<'_, DXGK_DEVICE_INFO>>,
+    info: Option<impl Place<DXGK_DEVICE_INFO>>,
+    entry: usize,
 ) -> NTSTATUS {
     let Some(info) = info.filter(|_| !handle.is_null()) else {
         return STATUS_INVALID_PARAMETER;
     };
-    let a = enter_status!(
-        DxgkCbGetDeviceInformation,
-        handle,
-        get_device_information_entry
-    );
+    let a = enter_status!(DxgkCbGetDeviceInformation, handle, entry);
     let r = &a.resources;
     let out = DXGK_DEVICE_INFO {
         MiniportDeviceContext: a.context(),
@@ -56,13 +50,14 @@ pub(super) fn map_memory(
     in_io_space: BOOLEAN,
     map_to_user_mode: BOOLEAN,
     _cache: MEMORY_CACHING_TYPE,
-    virtual_address: Option<Out<'_, PVOID>>,
+    virtual_address: Option<impl Place<PVOID>>,
+    entry: usize,
 ) -> NTSTATUS {
     // 24H2's `K:DpMapMemory` @0x1403F3E90 refuses these before it looks at anything else.
     let Some(virtual_address) = virtual_address.filter(|_| !handle.is_null() && length != 0) else {
         return STATUS_INVALID_PARAMETER;
     };
-    let a = enter_status!(DxgkCbMapMemory, handle, map_memory_entry);
+    let a = enter_status!(DxgkCbMapMemory, handle, entry);
     // The adapter has no port resources, so `K:DpiVerifyResources` @0x1403D9D80 finds none.
     if in_io_space != 0 {
         return STATUS_INVALID_PARAMETER;
@@ -118,11 +113,11 @@ pub(super) fn map_memory(
 /// address is `STATUS_INVALID_PARAMETER`; else the address is looked up among the adapter's
 /// mappings, one reference dropped and the last one unmapped. An address that is not a mapping
 /// of the adapter is not reported: nothing is done and the answer is `STATUS_SUCCESS`.
-pub(super) fn unmap_memory(handle: HANDLE, key: usize) -> NTSTATUS {
+pub(super) fn unmap_memory(handle: HANDLE, key: usize, entry: usize) -> NTSTATUS {
     if handle.is_null() || key == 0 {
         return STATUS_INVALID_PARAMETER;
     }
-    let a = enter_status!(DxgkCbUnmapMemory, handle, unmap_memory_entry);
+    let a = enter_status!(DxgkCbUnmapMemory, handle, entry);
     let live = {
         let mut maps = lock(&a.mm.mappings);
         match maps.get_mut(&key) {

@@ -7,10 +7,7 @@ use rvgpu_ddi::dxgkrnl::*;
 use rvgpu_ddi::feature::*;
 use rvgpu_ddi::ntstatus::*;
 
-use super::ffi::{
-    self, is_feature_enabled as is_feature_enabled_entry, query_services as query_services_entry,
-    InterfaceBuffer, Out,
-};
+use super::view::{InterfaceView, Place};
 use crate::adapter::callback::{enter, enter_status};
 use crate::adapter::context::{self};
 use crate::adapter::irql::{self, Routine};
@@ -20,12 +17,8 @@ use crate::base::processor::current_irql;
 /// `InterfaceReference` of the feature interface (`PINTERFACE_REFERENCE`, IRQL <=
 /// DISPATCH_LEVEL): the context is the adapter handle. A context that is not a live adapter
 /// handle is 0x50, like any callback with a bad handle.
-pub(super) fn interface_reference(context: PVOID) {
-    if let Some(a) = enter(
-        Routine::InterfaceReference,
-        context,
-        ffi::interface_reference as *const () as usize,
-    ) {
+pub(super) fn interface_reference(context: PVOID, entry: usize) {
+    if let Some(a) = enter(Routine::InterfaceReference, context, entry) {
         a.feature_refs.fetch_add(1, Ordering::AcqRel);
     }
 }
@@ -34,12 +27,8 @@ pub(super) fn interface_reference(context: PVOID) {
 /// reference the driver does not hold would free the interface under its other users: the
 /// count going negative is a simulation error (Windows has no bug check for it; the
 /// interface would be released early).
-pub(super) fn interface_dereference(context: PVOID) {
-    if let Some(a) = enter(
-        Routine::InterfaceDereference,
-        context,
-        ffi::interface_dereference as *const () as usize,
-    ) {
+pub(super) fn interface_dereference(context: PVOID, entry: usize) {
+    if let Some(a) = enter(Routine::InterfaceDereference, context, entry) {
         if a.feature_refs.fetch_sub(1, Ordering::AcqRel) <= 0 {
             a.feature_refs.fetch_add(1, Ordering::AcqRel);
             a.state.raise_sim_error(format!(
@@ -73,7 +62,8 @@ const QUERY_SERVICES_AT_RAISED_IRQL: u64 = 0x15;
 pub(super) fn query_services(
     handle: HANDLE,
     services: DXGK_SERVICES,
-    interface: Option<InterfaceBuffer<'_>>,
+    interface: Option<impl InterfaceView>,
+    entry: usize,
 ) -> NTSTATUS {
     let Some(interface) = interface.filter(|_| !handle.is_null()) else {
         return STATUS_INVALID_PARAMETER;
@@ -95,7 +85,7 @@ pub(super) fn query_services(
             return STATUS_INVALID_PARAMETER;
         }
     }
-    let a = enter_status!(DxgkCbQueryServices, handle, query_services_entry);
+    let a = enter_status!(DxgkCbQueryServices, handle, entry);
     let header = interface.header();
     match services {
         DxgkServicesFeature => {}
@@ -115,18 +105,9 @@ pub(super) fn query_services(
         }
         _ => return STATUS_INVALID_PARAMETER,
     }
-    // 24H2 writes what follows the header; Size and Version stay the caller's.
-    let out = DXGK_FEATURE_INTERFACE {
-        Size: header.Size,
-        Version: header.Version,
-        Context: a.handle(),
-        InterfaceReference: Some(ffi::interface_reference),
-        InterfaceDereference: Some(ffi::interface_dereference),
-        IsFeatureEnabled: Some(ffi::is_feature_enabled),
-        QueryFeatureInterface: Some(ffi::query_feature_interface),
-    };
-    // Written only when `Size` is exactly the feature interface's.
-    if !interface.write_feature(out) {
+    // 24H2 writes what follows the header; Size and Version stay the caller's. Written only
+    // when `Size` is exactly the feature interface's.
+    if !interface.write_feature(a.handle()) {
         return STATUS_INVALID_PARAMETER;
     }
     // As every WDM interface provider does, the interface is referenced for the caller, who
@@ -139,8 +120,9 @@ pub(super) fn query_services(
 pub(super) fn is_feature_enabled(
     handle: HANDLE,
     args: Option<&mut DXGKARGCB_ISFEATUREENABLED2>,
+    entry: usize,
 ) -> NTSTATUS {
-    let a = enter_status!(DxgkCbIsFeatureEnabled, handle, is_feature_enabled_entry);
+    let a = enter_status!(DxgkCbIsFeatureEnabled, handle, entry);
     let Some(args) = args else {
         return STATUS_INVALID_PARAMETER;
     };
@@ -166,17 +148,14 @@ pub(super) fn is_feature_enabled(
 }
 
 /// `DXGK_FEATURE_INTERFACE::QueryFeatureInterface` (PASSIVE): native fence version 1 only.
-/// `Ok` is the interface to write to the driver's buffer (checked here to hold it), `Err` the
-/// failure.
+/// `Ok`: the native fence interface is to be written to the driver's buffer (checked here to
+/// hold it); `Err` the failure.
 pub(super) fn query_feature_interface(
     handle: HANDLE,
     args: Option<&mut DXGKARGCB_QUERYFEATUREINTERFACE>,
-) -> Result<DXGKCBINT_FEATURE_NATIVEFENCE_1, NTSTATUS> {
-    let a = match enter(
-        Routine::DxgkCbQueryFeatureInterface,
-        handle,
-        ffi::query_feature_interface as *const () as usize,
-    ) {
+    entry: usize,
+) -> Result<(), NTSTATUS> {
+    let a = match enter(Routine::DxgkCbQueryFeatureInterface, handle, entry) {
         Some(a) => a,
         None => return Err(STATUS_UNSUCCESSFUL),
     };
@@ -192,22 +171,17 @@ pub(super) fn query_feature_interface(
     }
     a.observer().native_fence_interface_queried();
     args.InterfaceSize = size as u16;
-    Ok(DXGKCBINT_FEATURE_NATIVEFENCE_1 {
-        GetOSCaps: Some(ffi::native_fence_get_os_caps),
-    })
+    Ok(())
 }
 
 /// `DXGKCBINT_FEATURE_NATIVEFENCE_1::GetOSCaps` (PASSIVE). The simulated OS keeps default
 /// fences in system memory (`SupportOptimizedDefaultFenceType` = 0) and supports the intra-GPU
 /// fence type, whose values it places in VRAM (NF-06), so `SupportIntraGpuFenceType` = 1.
 pub(super) fn native_fence_get_os_caps(
-    args: Option<Out<'_, DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1>>,
+    args: Option<impl Place<DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1>>,
+    entry: usize,
 ) -> NTSTATUS {
-    if let Err(b) = irql::check(
-        Routine::NativeFenceGetOSCaps,
-        current_irql(),
-        ffi::native_fence_get_os_caps as *const () as usize,
-    ) {
+    if let Err(b) = irql::check(Routine::NativeFenceGetOSCaps, current_irql(), entry) {
         context::raise(b);
         return STATUS_UNSUCCESSFUL;
     }
@@ -226,8 +200,10 @@ pub(super) fn native_fence_get_os_caps(
 /// answer follows [`crate::dxgkrnl::features::legacy_decision`]; an enabled HWSCH,
 /// HWFLIPQUEUE or USER_MODE_SUBMISSION is recorded in the adapter's feature database, where
 /// the node rules (BR-72/73) and `IsFeatureEnabled` find it.
-pub(super) fn query_feature_support(args: Option<&mut DXGKARGCB_QUERYFEATURESUPPORT>) -> NTSTATUS {
-    let address = ffi::query_feature_support as *const () as usize;
+pub(super) fn query_feature_support(
+    args: Option<&mut DXGKARGCB_QUERYFEATURESUPPORT>,
+    address: usize,
+) -> NTSTATUS {
     let Some(args) = args else {
         if let Err(b) = irql::check(Routine::DxgkCbQueryFeatureSupport, current_irql(), address) {
             context::raise(b);

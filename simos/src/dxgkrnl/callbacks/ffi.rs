@@ -23,6 +23,7 @@ use rvgpu_ddi::interrupt::{DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_INTERRUPT_NATIV
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_kmd::platform::{Irql, Platform};
 
+use super::view::{InterfaceView, Place, ReportView, SyncView};
 use super::{device, feature, handle_data, interrupt, sync, FailValue};
 use crate::adapter::kernel::{self, SimKernel, WindowKind};
 use crate::base::lock::lock;
@@ -41,9 +42,10 @@ impl<T> Out<'_, T> {
             _driver: PhantomData,
         })
     }
+}
 
-    /// Writes the answer (the whole value, as the callback's contract says).
-    pub(crate) fn write(self, value: T) {
+impl<T> Place<T> for Out<'_, T> {
+    fn write(self, value: T) {
         // SAFETY: a non-null out-parameter of the driver for this call, which 24H2 writes after
         // its null check only.
         unsafe { self.place.as_ptr().write(value) }
@@ -76,7 +78,11 @@ pub(super) unsafe extern "system" fn get_device_information(
     handle: HANDLE,
     info: PDXGK_DEVICE_INFO,
 ) -> NTSTATUS {
-    device::get_device_information(handle, Out::new(info))
+    device::get_device_information(
+        handle,
+        Out::new(info),
+        get_device_information as *const () as usize,
+    )
 }
 
 /// `DxgkCbMapMemory`.
@@ -97,22 +103,23 @@ pub(super) unsafe extern "system" fn map_memory(
         map_to_user_mode,
         cache,
         Out::new(virtual_address),
+        map_memory as *const () as usize,
     )
 }
 
 /// `DxgkCbUnmapMemory`: the address is a value to look up, never dereferenced.
 pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
-    device::unmap_memory(handle, va as usize)
+    device::unmap_memory(handle, va as usize, unmap_memory as *const () as usize)
 }
 
 /// `DxgkCbQueueDpc`.
 pub(super) unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
-    interrupt::queue_dpc(handle)
+    interrupt::queue_dpc(handle, queue_dpc as *const () as usize)
 }
 
 /// `DxgkCbNotifyDpc`.
 pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
-    interrupt::notify_dpc(handle)
+    interrupt::notify_dpc(handle, notify_dpc as *const () as usize)
 }
 
 /// `DxgkCbNotifyInterrupt`: the report is copied once, at the call, as 24H2 copies it at ISR
@@ -126,7 +133,7 @@ pub(super) unsafe extern "system" fn notify_interrupt(
         data,
         _call: PhantomData,
     });
-    interrupt::notify_interrupt(handle, report)
+    interrupt::notify_interrupt(handle, report, notify_interrupt as *const () as usize)
 }
 
 /// `DxgkCbLogEtwEvent`: nothing the driver passes is read (no session listens).
@@ -136,7 +143,7 @@ pub(super) unsafe extern "system" fn log_etw_event(
     _size: USHORT,
     _buffer: PVOID,
 ) {
-    interrupt::log_etw_event()
+    interrupt::log_etw_event(log_etw_event as *const () as usize)
 }
 
 /// `DxgkCbSynchronizeExecution`: the routine and its context become a [`SyncRoutine`].
@@ -148,7 +155,13 @@ pub(super) unsafe extern "system" fn synchronize_execution(
     return_value: *mut BOOLEAN,
 ) -> NTSTATUS {
     let routine = routine.map(|f| SyncRoutine { f, context });
-    sync::synchronize_execution(handle, routine, message_number, Out::new(return_value))
+    sync::synchronize_execution(
+        handle,
+        routine,
+        message_number,
+        Out::new(return_value),
+        synchronize_execution as *const () as usize,
+    )
 }
 
 /// `DxgkCbQueryServices`: the interface buffer is read through its header only.
@@ -164,17 +177,18 @@ pub(super) unsafe extern "system" fn query_services(
             place,
             _driver: PhantomData,
         }),
+        query_services as *const () as usize,
     )
 }
 
 /// `InterfaceReference` of the feature interface.
 pub(super) unsafe extern "system" fn interface_reference(context: PVOID) {
-    feature::interface_reference(context)
+    feature::interface_reference(context, interface_reference as *const () as usize)
 }
 
 /// `InterfaceDereference` of the feature interface.
 pub(super) unsafe extern "system" fn interface_dereference(context: PVOID) {
-    feature::interface_dereference(context)
+    feature::interface_dereference(context, interface_dereference as *const () as usize)
 }
 
 /// `DXGK_FEATURE_INTERFACE::IsFeatureEnabled`.
@@ -183,7 +197,11 @@ pub(super) unsafe extern "system" fn is_feature_enabled(
     args: *mut DXGKARGCB_ISFEATUREENABLED2,
 ) -> NTSTATUS {
     // SAFETY: null or the driver's argument block for the call.
-    feature::is_feature_enabled(handle, unsafe { block(args) })
+    feature::is_feature_enabled(
+        handle,
+        unsafe { block(args) },
+        is_feature_enabled as *const () as usize,
+    )
 }
 
 /// `DXGK_FEATURE_INTERFACE::QueryFeatureInterface`: the handler decides, then the interface is
@@ -198,9 +216,16 @@ pub(super) unsafe extern "system" fn query_feature_interface(
     let target = args
         .as_ref()
         .map(|a| (a.Interface, usize::from(a.InterfaceSize)));
-    match feature::query_feature_interface(handle, args) {
+    match feature::query_feature_interface(
+        handle,
+        args,
+        query_feature_interface as *const () as usize,
+    ) {
         Err(status) => status,
-        Ok(interface) => {
+        Ok(()) => {
+            let interface = DXGKCBINT_FEATURE_NATIVEFENCE_1 {
+                GetOSCaps: Some(native_fence_get_os_caps),
+            };
             let Some((buffer, room)) = target else {
                 return STATUS_INVALID_PARAMETER;
             };
@@ -223,7 +248,10 @@ pub(super) unsafe extern "system" fn query_feature_interface(
 pub(super) unsafe extern "system" fn native_fence_get_os_caps(
     args: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1,
 ) -> NTSTATUS {
-    feature::native_fence_get_os_caps(Out::new(args))
+    feature::native_fence_get_os_caps(
+        Out::new(args),
+        native_fence_get_os_caps as *const () as usize,
+    )
 }
 
 /// `DxgkCbQueryFeatureSupport`.
@@ -231,7 +259,10 @@ pub(super) unsafe extern "system" fn query_feature_support(
     args: *mut DXGKARGCB_QUERYFEATURESUPPORT,
 ) -> NTSTATUS {
     // SAFETY: null or the driver's argument block for the call.
-    feature::query_feature_support(unsafe { block(args) })
+    feature::query_feature_support(
+        unsafe { block(args) },
+        query_feature_support as *const () as usize,
+    )
 }
 
 /// `DxgkCbGetHandleData`: the answer is the driver's own value, handed back as a pointer.
@@ -239,7 +270,8 @@ pub(super) unsafe extern "system" fn get_handle_data(
     args: *const DXGKARGCB_GETHANDLEDATA,
 ) -> *mut c_void {
     // SAFETY: null or the driver's argument block.
-    let answer = handle_data::get_handle_data(unsafe { copy(args) });
+    let answer =
+        handle_data::get_handle_data(unsafe { copy(args) }, get_handle_data as *const () as usize);
     std::ptr::without_provenance_mut(answer)
 }
 
@@ -318,12 +350,10 @@ impl std::ops::Deref for Report<'_> {
     }
 }
 
-impl Report<'_> {
-    /// The first `n` native fence handles a `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED` report lists
-    /// (`n` at most its `SignaledNativeFenceCount`); `None` for another type or a NULL array.
-    /// 24H2 reads them at ISR time without a check of the array
+impl ReportView for Report<'_> {
+    /// 24H2 reads the handles at ISR time without a check of the array
     /// (`M:VidSchiProcessIsrNativeFenceSignaled` @0x140052784), as this does.
-    pub(crate) fn signaled_fences(&self, n: usize) -> Option<&[HANDLE]> {
+    fn signaled_fences(&self, n: usize) -> Option<&[HANDLE]> {
         if self.data.InterruptType != DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED {
             return None;
         }
@@ -344,21 +374,18 @@ pub(crate) struct SyncRoutine {
     context: PVOID,
 }
 
-impl SyncRoutine {
-    /// Runs the routine (the caller holds the interrupt lock at device IRQL).
-    pub(crate) fn run(&self) -> BOOLEAN {
+impl SyncView for SyncRoutine {
+    fn run(&self) -> BOOLEAN {
         // SAFETY: the driver's routine with its own context, run as KeSynchronizeExecution runs
         // it; 24H2 checks neither beyond the routine being non-null.
         unsafe { (self.f)(self.context) }
     }
 
-    /// The routine's address (bug-check parameter).
-    pub(crate) fn address(&self) -> u64 {
+    fn address(&self) -> u64 {
         self.f as usize as u64
     }
 
-    /// The context's address (bug-check parameter).
-    pub(crate) fn context(&self) -> u64 {
+    fn context(&self) -> u64 {
         self.context as usize as u64
     }
 }
@@ -369,19 +396,26 @@ pub(crate) struct InterfaceBuffer<'a> {
     _driver: PhantomData<&'a mut INTERFACE>,
 }
 
-impl InterfaceBuffer<'_> {
-    /// Its header (every kind of interface starts with one).
-    pub(crate) fn header(&self) -> INTERFACE {
+impl InterfaceView for InterfaceBuffer<'_> {
+    fn header(&self) -> INTERFACE {
         // SAFETY: the driver's non-null interface buffer, which 24H2 reads the header of.
         unsafe { self.place.as_ptr().read() }
     }
 
-    /// Fills the buffer with the feature interface when the header's `Size` says the buffer is
-    /// exactly that large; `false` (nothing written) otherwise.
-    pub(crate) fn write_feature(self, value: DXGK_FEATURE_INTERFACE) -> bool {
-        if usize::from(self.header().Size) != std::mem::size_of::<DXGK_FEATURE_INTERFACE>() {
+    fn write_feature(self, context: HANDLE) -> bool {
+        let header = self.header();
+        if usize::from(header.Size) != std::mem::size_of::<DXGK_FEATURE_INTERFACE>() {
             return false;
         }
+        let value = DXGK_FEATURE_INTERFACE {
+            Size: header.Size,
+            Version: header.Version,
+            Context: context,
+            InterfaceReference: Some(interface_reference),
+            InterfaceDereference: Some(interface_dereference),
+            IsFeatureEnabled: Some(is_feature_enabled),
+            QueryFeatureInterface: Some(query_feature_interface),
+        };
         // SAFETY: the driver declared (Size) a buffer exactly this large.
         unsafe {
             self.place

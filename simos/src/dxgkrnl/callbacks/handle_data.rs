@@ -27,8 +27,7 @@ use crate::base::processor::current_irql;
 /// finds nothing answers NULL.
 ///
 /// The answer is the driver's value (0 for NULL).
-pub(super) fn get_handle_data(args: Option<DXGKARGCB_GETHANDLEDATA>) -> usize {
-    let addr = super::ffi::get_handle_data as *const () as usize;
+pub(super) fn get_handle_data(args: Option<DXGKARGCB_GETHANDLEDATA>, addr: usize) -> usize {
     let Some(args) = args else {
         crate::adapter::context::raise(crate::BugCheck::new(
             crate::base::bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,

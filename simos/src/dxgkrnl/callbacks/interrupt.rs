@@ -9,8 +9,7 @@ use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_kmd::platform::Irql;
 
-use super::ffi::{self, synchronize_execution as synchronize_execution_entry};
-use super::ffi::{Out, Report, SyncRoutine};
+use super::view::{Place, ReportView, SyncView};
 use crate::adapter::callback::{enter, enter_status};
 use crate::adapter::context::{self};
 use crate::adapter::irql::{self, Routine};
@@ -32,12 +31,8 @@ const MAX_REPORTED_FENCES: u32 = 8;
 /// `DxgkCbNotifyInterrupt` it does not require the interrupt lock: Microsoft documents it as
 /// callable at any level (it is KeInsertQueueDpc underneath), so a driver may queue its DPC
 /// from a PASSIVE thread or from the DPC itself.
-pub(super) fn queue_dpc(handle: HANDLE) -> BOOLEAN {
-    let Some(a) = enter(
-        Routine::DxgkCbQueueDpc,
-        handle,
-        ffi::queue_dpc as *const () as usize,
-    ) else {
+pub(super) fn queue_dpc(handle: HANDLE, entry: usize) -> BOOLEAN {
+    let Some(a) = enter(Routine::DxgkCbQueueDpc, handle, entry) else {
         return 0;
     };
     // Held before it is queued: a DPC thread that sees it queued also sees it held
@@ -59,14 +54,11 @@ pub(super) fn queue_dpc(handle: HANDLE) -> BOOLEAN {
 /// the routine under the interrupt lock at device IRQL and returns its BOOLEAN.
 pub(super) fn synchronize_execution(
     handle: HANDLE,
-    routine: SyncRoutine,
-    return_value: Out<'_, BOOLEAN>,
+    routine: impl SyncView,
+    return_value: impl Place<BOOLEAN>,
+    entry: usize,
 ) -> NTSTATUS {
-    let a = enter_status!(
-        DxgkCbSynchronizeExecution,
-        handle,
-        synchronize_execution_entry
-    );
+    let a = enter_status!(DxgkCbSynchronizeExecution, handle, entry);
     if !a.irq.connected.load(Ordering::Acquire) {
         return STATUS_UNSUCCESSFUL;
     }
@@ -95,7 +87,7 @@ pub(super) fn synchronize_execution(
     STATUS_SUCCESS
 }
 
-pub(super) fn decode(a: &AdapterShared, data: &Report<'_>) -> Result<Notification, BugCheck> {
+pub(super) fn decode(a: &AdapterShared, data: &impl ReportView) -> Result<Notification, BugCheck> {
     let t = data.InterruptType;
     if !notify::is_known_type(t) {
         return Err(BugCheck::video_scheduler(
@@ -234,7 +226,7 @@ const NATIVE_FENCE_SIGNALED_DPC: u64 = 0x1_4004_4BE0;
 /// it (NF-10).
 fn native_fence_signaled(
     a: &AdapterShared,
-    data: &Report<'_>,
+    data: &impl ReportView,
     d: &DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
 ) -> Result<Notification, BugCheck> {
     let t = data.InterruptType;
@@ -328,8 +320,7 @@ fn native_fence_signaled(
 
 /// `DxgkCbNotifyInterrupt` (device IRQL, from this adapter's ISR or one of its synchronized
 /// routines): validates the report and queues it for the DPC.
-pub(super) fn notify_interrupt(handle: HANDLE, data: Option<Report<'_>>) {
-    let entry = ffi::notify_interrupt as *const () as usize;
+pub(super) fn notify_interrupt(handle: HANDLE, data: Option<impl ReportView>, entry: usize) {
     let Some(a) = enter(Routine::DxgkCbNotifyInterrupt, handle, entry) else {
         return;
     };
@@ -365,12 +356,8 @@ pub(super) fn notify_interrupt(handle: HANDLE, data: Option<Report<'_>>) {
 /// native-fence work (resample, `DxgkDdiUpdateMonitoredValues`) runs here, inside the
 /// driver's call (`M:VidSchDdiNotifyDpc` @0x1400079E0): a driver lock held across this
 /// callback that those DDIs take deadlocks (crate::os::answers::DpcFenceWork).
-pub(super) fn notify_dpc(handle: HANDLE) {
-    let Some(a) = enter(
-        Routine::DxgkCbNotifyDpc,
-        handle,
-        ffi::notify_dpc as *const () as usize,
-    ) else {
+pub(super) fn notify_dpc(handle: HANDLE, entry: usize) {
+    let Some(a) = enter(Routine::DxgkCbNotifyDpc, handle, entry) else {
         return;
     };
     crate::dxgkrnl::interrupt::process_pending(&a);
@@ -381,12 +368,8 @@ pub(super) fn notify_dpc(handle: HANDLE) {
 
 /// `DxgkCbLogEtwEvent` (any IRQL): with no ETW session listening, Windows drops the event;
 /// the simulation does the same, after the IRQL check.
-pub(super) fn log_etw_event() {
-    if let Err(b) = irql::check(
-        Routine::DxgkCbLogEtwEvent,
-        current_irql(),
-        ffi::log_etw_event as *const () as usize,
-    ) {
+pub(super) fn log_etw_event(entry: usize) {
+    if let Err(b) = irql::check(Routine::DxgkCbLogEtwEvent, current_irql(), entry) {
         context::raise(b);
     }
 }

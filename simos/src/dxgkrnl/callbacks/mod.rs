@@ -15,6 +15,7 @@ pub(crate) mod ffi;
 mod handle_data;
 mod interrupt;
 mod sync;
+mod view;
 
 use self::ffi::*;
 use crate::adapter::callback::enter;

@@ -4,7 +4,7 @@
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::ntstatus::*;
 
-use super::ffi::{Out, SyncRoutine};
+use super::view::{Place, SyncView};
 
 /// `DxgkCbSynchronizeExecution` as 24H2's `K:DpSynchronizeExecution` @0x140026180 checks it: a
 /// NULL handle, routine or `ReturnValue` is `STATUS_INVALID_PARAMETER` before anything runs, and
@@ -12,9 +12,10 @@ use super::ffi::{Out, SyncRoutine};
 /// count there). This OS's interrupt is line-based, so the number is not looked at.
 pub(super) fn synchronize_execution(
     handle: HANDLE,
-    routine: Option<SyncRoutine>,
+    routine: Option<impl SyncView>,
     _message_number: ULONG,
-    return_value: Option<Out<'_, BOOLEAN>>,
+    return_value: Option<impl Place<BOOLEAN>>,
+    entry: usize,
 ) -> NTSTATUS {
     let (Some(routine), Some(return_value)) = (routine, return_value) else {
         return STATUS_INVALID_PARAMETER;
@@ -22,5 +23,5 @@ pub(super) fn synchronize_execution(
     if handle.is_null() {
         return STATUS_INVALID_PARAMETER;
     }
-    super::interrupt::synchronize_execution(handle, routine, return_value)
+    super::interrupt::synchronize_execution(handle, routine, return_value, entry)
 }
