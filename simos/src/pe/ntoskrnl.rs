@@ -674,7 +674,7 @@ fn ke_set_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         .store(w[3] as usize, std::sync::atomic::Ordering::Release);
     let ctx = Arc::as_ptr(&t) as usize;
     let routine = ktimer::TimerRun {
-        address: run_dpc as usize as u64,
+        address: run_dpc as *const () as usize as u64,
         context: ctx as u64,
         // SAFETY: `ctx` is this image's live `PeTimer` while the timer is set.
         run: Arc::new(move || unsafe { run_dpc(ctx as *const core::ffi::c_void) }),

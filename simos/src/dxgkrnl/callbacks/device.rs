@@ -49,7 +49,6 @@ pub(super) fn map_memory(
     length: ULONG,
     in_io_space: BOOLEAN,
     map_to_user_mode: BOOLEAN,
-    _cache: MEMORY_CACHING_TYPE,
     virtual_address: Option<impl Place<PVOID>>,
     entry: usize,
 ) -> NTSTATUS {

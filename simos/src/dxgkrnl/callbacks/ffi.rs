@@ -92,7 +92,7 @@ pub(super) unsafe extern "system" fn map_memory(
     length: ULONG,
     in_io_space: BOOLEAN,
     map_to_user_mode: BOOLEAN,
-    cache: MEMORY_CACHING_TYPE,
+    _cache: MEMORY_CACHING_TYPE,
     virtual_address: *mut PVOID,
 ) -> NTSTATUS {
     device::map_memory(
@@ -101,7 +101,6 @@ pub(super) unsafe extern "system" fn map_memory(
         length,
         in_io_space,
         map_to_user_mode,
-        cache,
         Out::new(virtual_address),
         map_memory as *const () as usize,
     )
@@ -836,6 +835,10 @@ pub mod blocks {
 
     /// The output buffer of a `DxgkDdiQueryAdapterInfo` block as a `T`, when it is non-null,
     /// at least that large and aligned for it.
+    #[allow(
+        clippy::mut_from_ref,
+        reason = "the output buffer is the OS's memory for the driver's answer, not the block"
+    )]
     pub fn adapter_info_output<T>(args: &DXGKARG_QUERYADAPTERINFO) -> Option<&mut T> {
         let p = args.pOutputData.cast::<T>();
         let fits = (args.OutputDataSize as usize) >= std::mem::size_of::<T>();
