@@ -1257,7 +1257,7 @@ fn hws_ddis_validate_their_arguments() {
 
 /// BR-47: the render core's `DxgkDdiPresent` and `DxgkDdiControlInterrupt`. rvgpu has nothing to
 /// present with and no CRTC, so every call fails (with statuses Dxgkrnl's wrappers accept, BR-23:
-/// simos/tests/bringup_rules.rs), and a present leaves the DMA buffer untouched.
+/// simos/tests/bringup_rules/), and a present leaves the DMA buffer untouched.
 #[test]
 fn render_core_present_and_control_interrupt_refuse_everything() {
     use rvgpu_ddi::interrupt::{DXGK_INTERRUPT_CRTC_VSYNC, DXGK_INTERRUPT_DMA_COMPLETED};

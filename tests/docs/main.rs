@@ -237,8 +237,14 @@ fn pe_rerun_suites() -> BTreeSet<String> {
     let mut suites = BTreeSet::new();
     for e in std::fs::read_dir(&dir).unwrap() {
         let path = e.unwrap().path();
-        if path.extension().is_some_and(|x| x == "rs") {
-            let text = std::fs::read_to_string(&path).unwrap();
+        // A suite is a file, or a directory whose main.rs is the binary's root.
+        let root = if path.is_dir() {
+            path.join("main.rs")
+        } else {
+            path.clone()
+        };
+        if root.extension().is_some_and(|x| x == "rs") && root.exists() {
+            let text = std::fs::read_to_string(&root).unwrap();
             if text.contains("\nagainst_the_pe_image!(")
                 || text.contains("pe::rerun_against_the_pe_image(")
             {
@@ -872,7 +878,10 @@ fn readme_status_cells_name_what_proves_them() {
             "device/vfu/tests",
         ]
         .iter()
-        .any(|d| root().join(d).join(format!("{name}.rs")).exists())
+        .any(|d| {
+            root().join(d).join(format!("{name}.rs")).exists()
+                || root().join(d).join(name).join("main.rs").exists()
+        })
     };
     let rerun = pe_rerun_suites();
     let on_image = |name: &str| {

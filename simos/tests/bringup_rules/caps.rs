@@ -1,4 +1,5 @@
-//! Adapter creation's caps and DDI-table rules (`DXGADAPTER::Initialize`, `CreateRenderCore`, §6): BR-30 to BR-58.
+//! Adapter creation's caps and DDI-table rules (`DXGADAPTER::Initialize`, `CreateRenderCore`,
+//! docs/windows-bringup.md §6): BR-30 to BR-58.
 
 use super::*;
 

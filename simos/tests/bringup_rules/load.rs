@@ -1,4 +1,4 @@
-//! The load phase (`DxgkInitialize`, §3): BR-01 to BR-03.
+//! The load phase (`DxgkInitialize`, docs/windows-bringup.md §3): BR-01 to BR-03.
 
 use super::*;
 

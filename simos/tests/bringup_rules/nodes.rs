@@ -1,4 +1,5 @@
-//! Each node's metadata and the user-mode submission caps (§8): BR-70 to BR-79.
+//! Each node's metadata and the user-mode submission caps (docs/windows-bringup.md §8): BR-70
+//! to BR-79.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! The runtime rules of the object chain (§11, not start-up): BR-91 to BR-96.
+//! The runtime rules of the object chain (docs/windows-bringup.md §11, not start-up): BR-91 to
+//! BR-96.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! StartDevice and the DDI wrappers around it (§5): BR-20 to BR-24.
+//! StartDevice and the DDI wrappers around it (docs/windows-bringup.md §5): BR-20 to BR-24.
 
 use super::*;
 

@@ -1,4 +1,4 @@
-//! VidMm's answers and the paging process (§9): BR-60 to BR-69.
+//! VidMm's answers and the paging process (docs/windows-bringup.md §9): BR-60 to BR-69.
 
 use super::*;
 

@@ -13,7 +13,7 @@ use super::rule::{Answer, Facts, Rule, Violation};
 pub const PAGING_PROCESS_RULES: &[Rule<Answer>] = &[Rule::driver_status(
     "BR-66",
     "[D] VIDMM_GLOBAL::VidMmInitializePagingProcess, VidSchCreateSystemDevices; [H] NTOSEYE.md \
-     §10 (a NOT_IMPLEMENTED system context kept a 26100 adapter at Code 43)",
+     (a NOT_IMPLEMENTED system context kept a 26100 adapter at Code 43)",
     "the paging process: its object, then `DxgkDdiCreateDevice` (system device) and \
      `DxgkDdiCreateContext` (one system context per node) succeed, then the DMA pools (BR-65), \
      the paging fences and the paging VA space",
@@ -32,7 +32,7 @@ pub struct PagingPool {
 
 impl Facts for PagingPool {}
 
-const POOL: &str = "[D] InitDmaPools, VIDMM_DMA_POOL::Init, VerifySegmentSet; [H] NTOSEYE.md §10, \
+const POOL: &str = "[D] InitDmaPools, VIDMM_DMA_POOL::Init, VerifySegmentSet; [H] NTOSEYE.md, \
                     INITDMAPOOLS_HANDOVER.md";
 
 /// BR-65(b)'s rows: the paging DMA pool, after the system devices and before the paging fences
