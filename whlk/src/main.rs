@@ -316,7 +316,7 @@ fn umd_backend(arg: &str) -> Result<Box<dyn Backend>, String> {
             None => return Err("unknown UMD (rust, pe, pe:PATH)".into()),
         },
     };
-    let b = kmt::dll::DllBackend::new(path)?;
+    let b = rvgpu_whlk::backend::dll::DllBackend::new(path)?;
     println!(
         "UMD: {} (the shipped DLL, run in the x86-64 emulator)",
         b.path().display()

@@ -32,9 +32,6 @@
 //! escape (`super::testing`) and the test hooks' driver-private one.
 
 mod bypass;
-/// The DLL backend, where the binary names it.
-#[cfg(target_os = "linux")]
-pub use super::dll;
 mod fences;
 mod hooks;
 pub(crate) mod kmd_calls;
