@@ -42,7 +42,7 @@ pub struct SessionConfig {
     /// Unlike the other settings it is one the runbook's tester makes on a Windows test
     /// machine (`HwSchMode`), so any backend opens a session asking for it: one that builds
     /// its machine builds it so, and on another the case reads whether the node is
-    /// hardware-scheduled ([`DmaContexts::node_hw_scheduled`]) and is skipped, naming the
+    /// hardware-scheduled ([`DmaContexts::node_hw_scheduled`](crate::backend::caps::dma_contexts::DmaContexts::node_hw_scheduled)) and is skipped, naming the
     /// setting, where it is.
     pub hwsch_feature: bool,
     /// GPU ticks of idleness after which an engine requests F1 (0 = never).

@@ -17,7 +17,7 @@
 //! (`Case::optional`).
 //!
 //! The backends: [`sim`] (the simulated OS in process), [`kmt`] (a D3DKMT program over the
-//! simulated thunks or Windows' gdi32, through the Rust UMD), [`dll`] (the same program through
+//! simulated thunks or Windows' gdi32, through the Rust UMD), `dll` (the same program through
 //! the shipped UMD DLL's C API, `--umd pe`). The two that drive the driver as an application
 //! does implement the capabilities they share once, in `app`, over the one primitive each
 //! supplies: the UMD's calls.

@@ -12,7 +12,7 @@
 //! A row is a constant beside its kernel entry (`crate::kmt::<entry>`), named in [`THUNKS`] in
 //! alphabetical order, and read before any caller uses the thunk (a unit test fails on a row
 //! without a source); `tests/pe_umd_thunks.rs` fails when the DLL imports a thunk without a
-//! row. A row's checks are declared once with [`refusals!`]: the entry refuses through the
+//! row. A row's checks are declared once with `refusals!`: the entry refuses through the
 //! check itself, so it cannot answer a refusal its row does not list, and a check it never
 //! makes is a dead-code error unless the row says where else it is made or why it is not.
 //! A row declared `(unlinked)` (`D3DKMTEscape`, `D3DKMTCreateAllocation2`) still lists its

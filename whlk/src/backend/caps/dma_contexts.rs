@@ -19,7 +19,7 @@ pub trait DmaContexts {
 
     /// Submits `work` as one DMA buffer of the context (`DxgkDdiSubmitCommand`); returns
     /// VidSch's fence ID. No thunk returns it: the D3DKMT backend returns the fence ID of the
-    /// KMD's journal record of that DMA buffer ([`KmdJournal`], its `Submit` record whose GPU VA
+    /// KMD's journal record of that DMA buffer ([`KmdJournal`](crate::backend::caps::KmdJournal), its `Submit` record whose GPU VA
     /// is the buffer's), 0 where it has no journal. A device in error:
     /// `DdiFailed(STATUS_DEVICE_REMOVED)`.
     fn submit_dma(&mut self, c: ContextRef, work: &[Work]) -> Result<u32, Failure>;

@@ -9,6 +9,6 @@ use crate::backend::common::Failure;
 pub trait EngineIdle {
     /// Lets node `node` of adapter `i` idle until it has requested F1 and the OS has moved
     /// it to F1 (UM-13), up to `budget`; whether it did. Needs
-    /// [`SessionConfig::idle_f1_ticks`](super::SessionConfig::idle_f1_ticks).
+    /// [`SessionConfig::idle_f1_ticks`](crate::backend::config::SessionConfig::idle_f1_ticks).
     fn await_engine_f1(&mut self, i: usize, node: u32, budget: Duration) -> Result<bool, Failure>;
 }

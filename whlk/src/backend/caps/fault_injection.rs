@@ -4,7 +4,7 @@ use crate::backend::common::Failure;
 
 /// Faults injected into the device or the driver: a shared-line interrupt, hangs, failing
 /// resets, forced TDRs, the TDR-07 pause, and the misbehaving drivers of
-/// [`SessionConfig::misbehaviour`](super::SessionConfig::misbehaviour) (a backend without this capability refuses such a
+/// [`SessionConfig::misbehaviour`](crate::backend::config::SessionConfig::misbehaviour) (a backend without this capability refuses such a
 /// configuration). Simulation only.
 pub trait FaultInjection {
     /// Raises one interrupt on adapter `i`'s line as a shared line would (simulation only).

@@ -6,7 +6,7 @@
 //! traits say "Simulation only" where a Windows backend (D3DKMT on a real machine) cannot
 //! implement them.
 //!
-//! [`capability_table`] is the one list of capabilities: [`Capability`], its names, which a
+//! `capability_table!` is the one list of capabilities: [`Capability`], its names, which a
 //! Windows backend could have, `Session`'s accessors and helpers, and [`super::restricted`]'s
 //! forwarding are all generated from it, so a new capability is one row there (and its module).
 

@@ -9,7 +9,7 @@ use super::fences::{EventRef, QueueRef};
 pub struct MonitoredRef(pub usize);
 
 /// Legacy monitored fences (MF-*) beside the native ones: created, waited on and signalled by
-/// the CPU, and signalled by [`Fences`]' GPU queues. A Windows backend has them through
+/// the CPU, and signalled by [`Fences`](super::fences::Fences)' GPU queues. A Windows backend has them through
 /// `D3DKMTCreateSynchronizationObject2`.
 pub trait MonitoredFences {
     /// Creates a legacy monitored fence on adapter `i` (MF-01).

@@ -2,7 +2,7 @@
 
 use crate::backend::common::Failure;
 
-/// Deterministic stepping ([`ExecMode::Step`](super::ExecMode::Step)): run the machine until nothing happens any more.
+/// Deterministic stepping ([`ExecMode::Step`](crate::backend::config::ExecMode::Step)): run the machine until nothing happens any more.
 /// Simulation only (a real backend ignores the mode).
 pub trait StepMode {
     /// Step mode: runs the machine until nothing happens any more.

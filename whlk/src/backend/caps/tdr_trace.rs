@@ -50,7 +50,7 @@ pub enum TdrStep {
     DependentGroup { node: u32, mask: u64 },
     /// `DxgkDdiQueryEngineStatus`.
     EngineStatus { node: u32, responsive: bool },
-    /// The session's pause hook ran ([`FaultInjection::complete_before_reset`]).
+    /// The session's pause hook ran ([`FaultInjection::complete_before_reset`](super::fault_injection::FaultInjection::complete_before_reset)).
     Paused { node: u32 },
     /// A report of `node` arrived while its interrupts were ignored.
     IgnoredInterrupt { node: u32, fence: u32 },
