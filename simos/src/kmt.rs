@@ -59,6 +59,7 @@ pub mod lock;
 pub mod native_fence;
 pub mod paging_queue;
 pub mod query_adapter_info;
+pub mod refusal;
 pub mod share;
 pub mod submit_command;
 pub mod sync_from_cpu;

@@ -10,8 +10,8 @@ use zerocopy::IntoBytes;
 use rvgpu_ddi::d3dkmt::{D3DKMT_ADAPTERINFO, D3DKMT_ENUMADAPTERS2, D3DKMT_OPENADAPTERFROMLUID};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
+use super::refusal::row::*;
 use crate::base::process_id::ProcessId;
 use crate::machine::Machine;
 

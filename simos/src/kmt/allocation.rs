@@ -16,7 +16,7 @@ use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 pub use rvgpu_ddi::d3dkmt::{
     D3DDDI_ALLOCATIONINFO2, D3DKMT_CREATEALLOCATION, D3DKMT_DESTROYALLOCATION2,
 };

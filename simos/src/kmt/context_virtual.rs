@@ -8,7 +8,7 @@ pub use rvgpu_ddi::d3dkmt::D3DKMT_CREATECONTEXTVIRTUAL;
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use crate::machine::Machine;
 use crate::ums::{self, ContextArgs, UmsProcess};
 

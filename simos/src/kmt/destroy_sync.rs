@@ -6,7 +6,7 @@
 use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use super::sync_from_cpu::{CallerProcess, SyncObject};
 use super::{status, SimKmt};
 use crate::adapter::AdapterShared;

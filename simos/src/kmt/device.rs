@@ -8,7 +8,7 @@ use rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::adapter::AdapterTable;
-use super::catalog::row::*;
+use super::refusal::row::*;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 

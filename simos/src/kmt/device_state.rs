@@ -6,7 +6,7 @@
 pub use rvgpu_ddi::d3dkmt::D3DKMT_GETDEVICESTATE;
 use rvgpu_umd::kmt::{DeviceExecutionState, KmtHandle, NtStatus};
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use crate::machine::Machine;
 use crate::state::ums::{DeviceError, DxgDeviceState};
 use crate::ums::{self, UmsProcess};

@@ -15,8 +15,8 @@ use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD;
 use rvgpu_ddi::ntstatus::STATUS_NO_MEMORY;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
+use super::refusal::row::*;
 use crate::machine::Machine;
 use crate::ums::{self, DoorbellCpuState, UmsProcess, DOORBELL_PRIVATE_DATA_MAX};
 

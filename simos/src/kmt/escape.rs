@@ -16,9 +16,9 @@ use rvgpu_ddi::HANDLE;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::adapter::AdapterTable;
-use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::escape_types as types;
+use super::refusal::row::*;
 use crate::adapter::ddi::{self, At};
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;

@@ -8,7 +8,7 @@ use rvgpu_ddi::d3dkmt::{D3DDDI_EVICT_FLAGS, D3DKMT_EVICT};
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{EvictFlags, KmtHandle, NtStatus};
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 

@@ -7,7 +7,7 @@
 use rvgpu_ddi::d3dkmt::D3DKMT_ISFEATUREENABLED;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use crate::machine::Machine;
 
 /// `DXGK_ISFEATUREENABLED_RESULT` as a dword (d3dukmdt.h): the version, `Enabled` (bit 16),

@@ -14,7 +14,7 @@ use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 pub use rvgpu_ddi::d3dkmt::{
     D3DDDI_MAPGPUVIRTUALADDRESS, D3DDDI_RESERVEGPUVIRTUALADDRESS,
     D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION, D3DKMT_FREEGPUVIRTUALADDRESS,

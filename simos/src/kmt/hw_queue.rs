@@ -17,7 +17,7 @@ use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
 use crate::ums::{self, UmsProcess};
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 pub use rvgpu_ddi::d3dkmt::{D3DKMT_CREATEHWQUEUE, D3DKMT_SUBMITCOMMANDTOHWQUEUE};
 
 /// `D3DDDI_CREATEHWQUEUEFLAGS::NoKmdAccess`.

@@ -17,9 +17,9 @@ pub use rvgpu_ddi::d3dkmt::{
 use rvgpu_ddi::ntstatus::STATUS_NO_MEMORY;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::native_fence::{SYNC_NO_SIGNAL as NO_SIGNAL, SYNC_NO_WAIT as NO_WAIT};
+use super::refusal::row::*;
 use super::sync_from_cpu::{CallerProcess, HostArrays, SyncObject, MAX_OBJECTS};
 use crate::adapter::AdapterShared;
 use crate::machine::Machine;

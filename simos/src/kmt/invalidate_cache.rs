@@ -7,7 +7,7 @@
 use rvgpu_ddi::d3dkmt::D3DKMT_INVALIDATECACHE;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::machine::Machine;

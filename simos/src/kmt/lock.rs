@@ -7,7 +7,7 @@
 use rvgpu_ddi::d3dkmt::{D3DKMT_LOCK2, D3DKMT_UNLOCK2};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use super::SimMem;
 use crate::adapter::AdapterShared;
 use crate::machine::Machine;

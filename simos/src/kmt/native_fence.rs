@@ -10,7 +10,7 @@ pub use rvgpu_ddi::d3dkmt::{D3DKMT_CREATENATIVEFENCE, D3DKMT_OPENNATIVEFENCEFROM
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 use zerocopy::IntoBytes;
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use crate::machine::Machine;
 use crate::os::answers::OpenFencePdd;
 use crate::sync::fence::NativeFence;

@@ -11,7 +11,7 @@ use rvgpu_umd::kmt::{
     KmtHandle, MakeResidentError, MakeResidentFlags, NtStatus, PagingFence, PagingQueue,
 };
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use super::SimFence;
 use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;

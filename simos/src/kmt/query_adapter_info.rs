@@ -11,9 +11,9 @@ use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
 use rvgpu_ddi::submission::DXGK_NODEMETADATA;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::hw_queue::Buffer;
+use super::refusal::row::*;
 use crate::base::lock::lock;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;

@@ -12,9 +12,9 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::native_fence::SYNC_NT_SECURITY_SHARING;
+use super::refusal::row::*;
 use super::sync_from_cpu::{CallerProcess, SyncObject};
 use crate::machine::Machine;
 

@@ -9,7 +9,7 @@ pub use rvgpu_ddi::d3dkmt::D3DKMT_SUBMITCOMMAND;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
 

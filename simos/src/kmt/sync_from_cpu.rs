@@ -11,9 +11,9 @@ pub use rvgpu_ddi::d3dkmt::{
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::catalog::row::*;
 use super::context_virtual::CallerMemory;
 use super::native_fence::{SYNC_NO_SIGNAL as NO_SIGNAL, SYNC_NO_WAIT as NO_WAIT};
+use super::refusal::row::*;
 use crate::machine::Machine;
 use crate::sync::fence::{MonitoredFence, NativeFence};
 use crate::ums::UmsProcess;

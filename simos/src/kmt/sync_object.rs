@@ -35,7 +35,7 @@ pub const SYNC_CROSS_ADAPTER: u32 = 1 << 2;
 /// `D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS::SignalByKmd`.
 pub const SYNC_SIGNAL_BY_KMD: u32 = 1 << 8;
 
-use super::catalog::row::*;
+use super::refusal::row::*;
 pub use rvgpu_ddi::d3dkmt::D3DKMT_CREATESYNCHRONIZATIONOBJECT2;
 
 /// 24H2 copies 0x60 bytes in (`RtlCopyVolatileMemory`), the structure's size.
