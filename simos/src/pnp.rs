@@ -30,18 +30,13 @@ use crate::machine::{AdapterInfo, Machine, Mode};
 /// The byte the OS pre-fills the `DXGK_DRIVERCAPS` buffer with before QueryAdapterInfo.
 pub const CAPS_FILL: u8 = 0xCD;
 
-fn bytes_of<T>(v: &T) -> &[u8] {
-    // SAFETY: reading the bytes of a live value of a plain-integer DDI struct.
-    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
-}
-
 /// The DRIVERCAPS checks the simulated Dxgkrnl makes at start (a failure fails the start,
 /// [`SimError::Rejected`]): the deprecated `Reserved`/`Reserved1` blocks must be zero (Dxgkrnl
 /// would misread anything else), the adapter must have 1..=ENGINE_MAX nodes (interrupt reports
 /// are checked against that count), and a line-based interrupt is message number 0.
 pub fn validate_caps(caps: &DXGK_DRIVERCAPS) -> Result<(), String> {
-    if bytes_of(&caps.Reserved).iter().any(|b| *b != 0)
-        || bytes_of(&caps.Reserved1).iter().any(|b| *b != 0)
+    if ddi::bytes_of(&caps.Reserved).iter().any(|b| *b != 0)
+        || ddi::bytes_of(&caps.Reserved1).iter().any(|b| *b != 0)
     {
         return Err("DRIVERCAPS Reserved/Reserved1 (deprecated) are not zero".into());
     }
@@ -157,16 +152,7 @@ impl Machine {
                     pe.driver_entry(driver_object, registry_path).unwrap_or(0)
                 });
             }
-            // SAFETY: the pointers are stable, non-null stand-ins for the DRIVER_OBJECT and
-            // the registry path (the driver only passes them on), and sim_dxgk_initialize
-            // accepts any valid table pointer.
-            unsafe {
-                rvgpu::driver_entry::<SimKernel>(
-                    driver_object,
-                    registry_path,
-                    load::sim_dxgk_initialize,
-                )
-            }
+            ddi::driver_entry::<SimKernel>(&self.driver_object, &self.registry_path)
         });
         if let Err(b) = processor::check_return_irql(
             Irql::Passive,
@@ -340,12 +326,7 @@ impl Machine {
             .ok_or_else(|| self.misuse("no AddDevice".into()))?;
         let pdo = a.resources.pdo();
         let mut ctx: *mut c_void = std::ptr::null_mut();
-        // `ddi::Ddi::call` takes no `PDEVICE_OBJECT` parameter (a DEVICE_OBJECT is not a
-        // `ddi::Block`): this call keeps the closure form.
-        let status = ddi::call(a, add, At::Caller, |add| {
-            // SAFETY: the driver's AddDevice with a PDO stand-in and an out-pointer.
-            unsafe { add(pdo, &mut ctx) }
-        })?;
+        let status = add.call_unaudited(a, At::Caller, (pdo, &mut ctx))?;
         check_status(add, status)?;
         if ctx.is_null() {
             return Err(self.misuse("AddDevice succeeded with a NULL context".into()));
@@ -557,13 +538,7 @@ impl Machine {
         if status < 0 {
             return Ok(None);
         }
-        // SAFETY: `out` holds size_of::<DXGK_PHYSICALADAPTERCAPS>() bytes; the structure is
-        // integers and a handle the OS only compares, so any bit pattern is a valid value.
-        Ok(Some(unsafe {
-            out.as_ptr()
-                .cast::<DXGK_PHYSICALADAPTERCAPS>()
-                .read_unaligned()
-        }))
+        Ok(ddi::read_plain::<DXGK_PHYSICALADAPTERCAPS>(&out))
     }
 
     fn query_caps_raw(
@@ -576,12 +551,7 @@ impl Machine {
         // Pre-filled with a 0xCD pattern (what an uninitialised pool buffer looks like under
         // Verifier) so a field the driver leaves unset is visible to the checks in
         // `validate_caps` and to tests.
-        let mut caps = std::mem::MaybeUninit::<DXGK_DRIVERCAPS>::uninit();
-        // SAFETY: writes size_of::<DXGK_DRIVERCAPS>() bytes into the MaybeUninit's storage.
-        unsafe { caps.as_mut_ptr().write_bytes(CAPS_FILL, 1) };
-        // SAFETY: DXGK_DRIVERCAPS is plain integers (no bool/enum/reference fields), so any
-        // bit pattern, 0xCD included, is a valid value.
-        let mut caps = unsafe { caps.assume_init() };
+        let mut caps = ddi::filled::<DXGK_DRIVERCAPS>(CAPS_FILL);
         let status = ddi::query_adapter_info(a, q, DXGKQAITYPE_DRIVERCAPS, At::Caller, &mut caps)?;
         check_status(q, status)?;
         Ok(caps)
@@ -743,10 +713,7 @@ impl Machine {
         }
         let unload =
             ddi::in_table!(t, DxgkDdiUnload).ok_or_else(|| self.misuse("no Unload".into()))?;
-        ddi::call_driver(&self.state, unload, |unload| {
-            // SAFETY: the driver's Unload, after every adapter was removed.
-            unsafe { unload() }
-        })?;
+        unload.call_driver_wide(&self.state, ())?;
         // Contiguous memory and I/O-space mappings are both tracked by Verifier's
         // pool/allocation tracking; one still live at unload is the 0x62 leak.
         let leaked: usize = self

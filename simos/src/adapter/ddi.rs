@@ -16,8 +16,11 @@
 //! wrappers, [`Wrapper::IrqlChecked`] in the rule table, under
 //! `OsConfig::ddi_irql_mismatch_is_0x113`). Where a missing slot is noticed and what it says
 //! stays with the caller (`slot!` is the usual one); the status helpers below map what the DDI
-//! returned. The rest of the OS->driver FFI lives here too: `DxgkInitialize`'s entry, the
-//! registry path DriverEntry reads, the thread's current machine.
+//! returned. The rest of the OS->driver FFI lives here too: `DriverEntry` and `DxgkInitialize`'s
+//! entry, the registry path DriverEntry reads, the thread's current machine, the two DDI shapes
+//! the callers do not take (`DxgkDdiGetNodeMetadata` into an entry of the OS's node array,
+//! `DxgkDdiPowerRuntimeControlRequest` with NULL buffers), an interface's dereference, and the
+//! byte views of [`Plain`] blocks the OS pre-fills and reads around a call.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -161,94 +164,6 @@ pub fn passive<F: Copy, R>(
     call(a, ddi, At::Level(Irql::Passive), f)
 }
 
-/// An argument a DDI receives, as the hand-over audit sees it: a pointer to a block (the
-/// block's type and address), or a scalar (nothing to check).
-pub trait HandedArg {
-    /// Checks the block against the audit of DDI `ddi` (nothing for a scalar or a null
-    /// pointer).
-    ///
-    /// # Safety
-    ///
-    /// A pointer points to a live block of its type.
-    unsafe fn audit(&self, o: &Observer, ddi: &str);
-}
-
-impl<T: 'static> HandedArg for *const T {
-    unsafe fn audit(&self, o: &Observer, ddi: &str) {
-        // SAFETY: the caller's contract.
-        if let Some(b) = unsafe { self.as_ref() } {
-            o.handed_at(ddi, b);
-        }
-    }
-}
-
-impl<T: 'static> HandedArg for *mut T {
-    unsafe fn audit(&self, o: &Observer, ddi: &str) {
-        // SAFETY: the caller's contract.
-        unsafe { self.cast_const().audit(o, ddi) }
-    }
-}
-
-/// Scalars: no block.
-macro_rules! scalar_arg {
-    ($($t:ty),*) => {$(
-        impl HandedArg for $t {
-            unsafe fn audit(&self, _: &Observer, _: &str) {}
-        }
-    )*};
-}
-
-scalar_arg!(i32, u32, u64, usize);
-
-/// Checks `arg`, about to be handed to `ddi`, against the hand-over audit (the observer's
-/// record; nothing the OS decides reads it).
-///
-/// # Safety
-///
-/// A pointer `arg` points to a live block of its type (the contract of the DDI call it
-/// precedes).
-unsafe fn audit_arg<F: Copy>(a: &AdapterShared, ddi: Ddi<F>, arg: &impl HandedArg) {
-    // SAFETY: the caller's contract.
-    unsafe { arg.audit(a.observer(), ddi.routine().rules().name) }
-}
-
-/// Calls `ddi(handle, arg)`, a DDI of the common `(HANDLE, A)` shape, at PASSIVE_LEVEL
-/// ([`passive`]): the adapter's context or a driver object's handle, and the argument block.
-///
-/// # Safety
-///
-/// `handle` is the handle the DDI takes; `arg`, and every buffer it names, is valid (and
-/// outlives the call) as that DDI requires.
-pub unsafe fn passive_with<A: HandedArg, R>(
-    a: &AdapterShared,
-    ddi: Ddi<unsafe extern "system" fn(HANDLE, A) -> R>,
-    handle: HANDLE,
-    arg: A,
-) -> Result<R, SimError> {
-    // SAFETY: the caller's contract covers the block the audit reads.
-    unsafe { audit_arg(a, ddi, &arg) };
-    // SAFETY: the caller's contract.
-    passive(a, ddi, |f| unsafe { f(handle, arg) })
-}
-
-/// Calls `ddi(arg)`, a DDI whose one parameter is its argument block (the handles are inside
-/// it), at `at` ([`call`]).
-///
-/// # Safety
-///
-/// `arg`, and every buffer it names, is valid (and outlives the call) as that DDI requires.
-pub unsafe fn call_arg<A: HandedArg, R>(
-    a: &AdapterShared,
-    ddi: Ddi<unsafe extern "system" fn(A) -> R>,
-    at: At,
-    arg: A,
-) -> Result<R, SimError> {
-    // SAFETY: the caller's contract covers the block the audit reads.
-    unsafe { audit_arg(a, ddi, &arg) };
-    // SAFETY: the caller's contract.
-    call(a, ddi, at, |f| unsafe { f(arg) })
-}
-
 /// The safe callers: a DDI called with Rust values, its one FFI call in this module.
 ///
 /// The contract every call relies on, and where simos keeps it:
@@ -265,6 +180,7 @@ mod sealed {
     pub trait Block {}
     pub trait Param {}
     pub trait Prototype {}
+    pub trait Plain {}
 }
 
 /// A DDI argument block the OS builds and hands to the driver by pointer (see the contract
@@ -563,6 +479,145 @@ impl<F: Prototype> Ddi<F> {
         // SAFETY: the module's contract, as in `call_unaudited`.
         unsafe { self.pointer().invoke(args) }
     }
+}
+
+/// Plain DDI structures: integers, arrays and unions of them and raw or optional function
+/// pointers, with no padding, so every byte pattern is a value and every byte is initialised.
+/// The OS pre-fills, zeroes and reads such blocks byte-wise around a driver's call.
+pub trait Plain: sealed::Plain + Copy + 'static {}
+
+macro_rules! plain {
+    ($($t:ty),* $(,)?) => {$(
+        impl sealed::Plain for $t {}
+        impl Plain for $t {}
+    )*};
+}
+
+plain!(
+    u32,
+    [u8; 4],
+    rvgpu_ddi::adapter::DXGK_DRIVERCAPS,
+    rvgpu_ddi::adapter::DXGK_VIRTUALADDRESSCAPS_DEPRECATED,
+    rvgpu_ddi::adapter::DXGK_DMABUFFERCAPS_DEPRECATED,
+    rvgpu_ddi::adapter::DXGK_PHYSICALADAPTERCAPS,
+    rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT,
+    rvgpu_ddi::power::DXGK_POWER_P_COMPONENT,
+    rvgpu_ddi::power::DXGK_POWER_COMPONENT_MAPPING_0,
+    rvgpu_ddi::memory::DXGK_SEGMENTDESCRIPTOR4,
+    rvgpu_ddi::memory::DXGK_QUERYSEGMENTOUT4,
+    rvgpu_ddi::memory::DXGK_GPUMMUCAPS,
+    rvgpu_ddi::memory::DXGK_QUERYPAGETABLELEVELDESCIN,
+    rvgpu_ddi::memory::DXGK_PAGE_TABLE_LEVEL_DESC,
+    rvgpu_ddi::submission::DXGK_NODEMETADATA,
+    rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE,
+    DRIVER_INITIALIZATION_DATA,
+);
+
+/// The bytes of a plain value.
+pub fn bytes_of<T: Plain>(v: &T) -> &[u8] {
+    // SAFETY: `T: Plain` has no padding, so all `size_of::<T>()` bytes of the borrow are
+    // initialised; the slice lives as long as the borrow.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// The bytes of a plain value, writable (any bytes written leave a value of `T`).
+pub fn bytes_of_mut<T: Plain>(v: &mut T) -> &mut [u8] {
+    // SAFETY: as `bytes_of`, and every byte pattern is a `T`, so writes keep it valid; the
+    // borrow is exclusive for the slice's life.
+    unsafe { std::slice::from_raw_parts_mut((v as *mut T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// A plain value with every byte `fill` (the OS's pre-fill of an output block, so a field the
+/// driver leaves unset is visible).
+pub fn filled<T: Plain>(fill: u8) -> T {
+    let mut v = std::mem::MaybeUninit::<T>::uninit();
+    // SAFETY: writes all `size_of::<T>()` bytes of the storage; every byte pattern is a `T`.
+    unsafe {
+        v.as_mut_ptr().write_bytes(fill, 1);
+        v.assume_init()
+    }
+}
+
+/// The plain value at the start of `bytes` (unaligned), or `None` when `bytes` is shorter.
+pub fn read_plain<T: Plain>(bytes: &[u8]) -> Option<T> {
+    let mut v = filled::<T>(0);
+    let n = std::mem::size_of::<T>();
+    bytes_of_mut(&mut v).copy_from_slice(bytes.get(..n)?);
+    Some(v)
+}
+
+/// `DxgkDdiGetNodeMetadata` into one entry of the OS's node array: `entries` starts at the
+/// entry and runs on over the OS's memory after it (the next entries and guard bytes), so a
+/// driver writing past its entry writes into memory the OS owns and checks afterwards. The
+/// driver may write only the first `size_of::<DXGK_NODEMETADATA>()` bytes; `Err` when
+/// `entries` is shorter than one entry.
+pub(crate) fn get_node_metadata(
+    a: &AdapterShared,
+    get: Of<rvgpu_ddi::submission::PDXGKDDI_GETNODEMETADATA>,
+    node: u32,
+    entries: &mut [u8],
+) -> Result<NTSTATUS, SimError> {
+    if entries.len() < std::mem::size_of::<rvgpu_ddi::submission::DXGK_NODEMETADATA>() {
+        return Err(SimError::Internal("node array shorter than its entry"));
+    }
+    let ctx = a.context();
+    let entry = entries.as_mut_ptr().cast();
+    passive(a, get, |get| {
+        // SAFETY: the driver's DDI with its context, a node index and an entry of at least
+        // one DXGK_NODEMETADATA of writable bytes borrowed for the call (the packed struct
+        // has alignment 1).
+        unsafe { get(ctx, node, entry) }
+    })
+}
+
+/// `DxgkDdiPowerRuntimeControlRequest` as Dxgkrnl's notifications make it: a GUID that
+/// outlives the call and no buffers (both NULL with size 0, `BytesReturned` NULL).
+pub(crate) fn power_runtime_notify(
+    a: &AdapterShared,
+    f: Of<rvgpu_ddi::power::PDXGKDDIPOWERRUNTIMECONTROLREQUEST>,
+    code: &rvgpu_ddi::basic::GUID,
+) -> Result<NTSTATUS, SimError> {
+    let ctx = a.context();
+    passive(a, f, |f| {
+        // SAFETY: the driver's DDI with its context, a borrowed GUID and no buffers.
+        unsafe {
+            f(
+                ctx as HANDLE,
+                code,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+            )
+        }
+    })
+}
+
+/// The driver's `InterfaceDereference` of an interface it handed the OS, with that
+/// interface's context (the OS is done with the interface); nothing when the slot is NULL.
+pub(crate) fn interface_dereference(
+    f: rvgpu_ddi::basic::PINTERFACE_DEREFERENCE,
+    context: rvgpu_ddi::basic::PVOID,
+) {
+    if let Some(f) = f {
+        // SAFETY: the driver's own routine from an interface it returned, with the context
+        // it returned beside it.
+        unsafe { f(context) }
+    }
+}
+
+/// The driver's `DriverEntry` (the Linux build) with the OS's stand-in driver object and its
+/// registry path; the driver hands the table to [`sim_dxgk_initialize`].
+pub(crate) fn driver_entry<P: rvgpu_kmd::platform::Platform>(
+    driver_object: &[u64; 4],
+    registry_path: &RegistryPath,
+) -> NTSTATUS {
+    let object = crate::adapter::resources::opaque(driver_object);
+    let path = (&registry_path.0 as *const rvgpu_ddi::basic::UNICODE_STRING).cast();
+    // SAFETY: both pointers are non-null and borrowed for the call (the driver only passes
+    // them on), and sim_dxgk_initialize accepts any table pointer.
+    unsafe { rvgpu::driver_entry::<P>(object, path, sim_dxgk_initialize) }
 }
 
 /// A table of raw pointers (function pointers and the adapter handle) that the simulation
@@ -977,18 +1032,7 @@ mod tests {
     /// The simulated OS's files outside `pe/` (the loaded image's x86-64 emulation) that may
     /// hold `unsafe`: the two FFI files, one per direction, and the hardware mapping. The others
     /// are start-up and thunk files not yet on the safe callers; none may join.
-    const UNSAFE_FILES: &[&str] = &[
-        "adapter/ddi.rs",
-        "dxgkrnl/callbacks/ffi.rs",
-        "hal/pci.rs",
-        // Still to move onto the safe callers or behind a safe helper.
-        "adapter/bringup/load.rs",
-        "dxgkrnl/features.rs",
-        "dxgkrnl/power.rs",
-        "pnp.rs",
-        "ums/start.rs",
-        "vidmm/init.rs",
-    ];
+    const UNSAFE_FILES: &[&str] = &["adapter/ddi.rs", "dxgkrnl/callbacks/ffi.rs", "hal/pci.rs"];
 
     /// Whether a line of Rust holds the keyword `unsafe` outside a `//` comment.
     fn has_unsafe(line: &str) -> bool {

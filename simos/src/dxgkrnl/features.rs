@@ -233,9 +233,7 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
             ),
             ..Default::default()
         };
-        let ctx = iface.Context;
-        // SAFETY: the driver's function with its interface context and a valid block.
-        let st = unsafe { ddi::passive_with(a, support, ctx, &mut args) }?;
+        let st = support.passive(a, (iface.Context, &mut args))?;
         let claimed = NT_SUCCESS(st) && args.SupportedByDriver != 0;
         let (min, max) = (args.MinSupportedVersion, args.MaxSupportedVersion);
         // [M] DXGKARG_QUERYFEATURESUPPORT: a supported feature has non-zero versions with
@@ -254,13 +252,11 @@ pub fn negotiate(a: &AdapterShared, t: &DRIVER_INITIALIZATION_DATA) -> Result<Fe
     db.build_test_command_buffer = crate::adapter::featuredb::BuildFn(
         crate::dxgkrnl::kmtest::query_interface(a, &iface, &db)?,
     );
-    if let Some(deref) = iface.InterfaceDereference {
-        let ctx = iface.Context;
+    if iface.InterfaceDereference.is_some() {
         // In the machine's context, as every call into the driver (a fault in it is raised on
         // this machine).
         let _m = crate::adapter::context::MachineContext::enter(a.state.clone());
-        // SAFETY: the driver's own dereference with its context (the OS is done with it).
-        unsafe { deref(ctx) };
+        ddi::interface_dereference(iface.InterfaceDereference, iface.Context);
     }
     Ok(db)
 }
@@ -287,19 +283,13 @@ fn query_interface(
         InterfaceSpecificData: std::ptr::null_mut(),
         DeviceUid: 0xFFFF_FFFF,
     };
-    // SAFETY: the driver's DDI with its context and a request naming a 48-byte buffer that
-    // outlives the call.
-    let st = unsafe { ddi::passive_with(a, q, ctx, &mut req) }?;
+    let st = q.passive(a, (ctx, &mut req))?;
     if !NT_SUCCESS(st) {
         return Ok(None);
     }
-    // SAFETY: 48 initialised bytes of a plain-data interface (pointers and integers), read
-    // unaligned from the byte buffer.
-    let iface = unsafe {
-        buf.as_ptr()
-            .cast::<DXGKDDI_FEATURE_INTERFACE>()
-            .read_unaligned()
-    };
+    let iface: DXGKDDI_FEATURE_INTERFACE = ddi::read_plain(&buf).ok_or(SimError::Internal(
+        "feature interface larger than its buffer",
+    ))?;
     if iface.Version != DXGKDDI_FEATURE_INTERFACE_VERSION_1 || iface.Size < 48 {
         a.observer().triage(format!(
             "feature interface returned with Size {} Version {}: ignored",

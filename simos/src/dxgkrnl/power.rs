@@ -23,7 +23,7 @@ use rvgpu_ddi::adapter::{
 };
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::power::*;
-use rvgpu_ddi::{GUID, HANDLE, NTSTATUS};
+use rvgpu_ddi::{GUID, NTSTATUS};
 
 use crate::adapter::bringup::power as rules;
 use crate::adapter::bringup::{triage_status, Violation};
@@ -97,16 +97,23 @@ pub fn check_mapping(
     rules::check_mapping(&rules::Mapping {
         index,
         ty: c.ComponentMapping.ComponentType,
-        // SAFETY: every member of the mapping's union is one UINT.
-        target: unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex },
+        target: mapped_index(c),
         nodes,
         sources,
     })
 }
 
+/// The index the mapping's union holds (a node, a source, a target, a segment: every member
+/// of the union is one UINT).
+fn mapped_index(c: &DXGK_POWER_RUNTIME_COMPONENT) -> u32 {
+    u32::from_ne_bytes(
+        ddi::read_plain(ddi::bytes_of(&c.ComponentMapping.Anonymous)).unwrap_or([0; 4]),
+    )
+}
+
 /// One `DxgkDdiQueryAdapterInfo` with a 4-byte input; the output is pre-filled with 0xCD (an
 /// uninitialised pool buffer under Verifier) so a field the driver leaves unset is visible.
-fn query<T: Copy>(
+fn query<T: ddi::Plain>(
     a: &AdapterShared,
     t: &DRIVER_INITIALIZATION_DATA,
     ty: i32,
@@ -114,22 +121,18 @@ fn query<T: Copy>(
 ) -> Result<(NTSTATUS, T), SimError> {
     let q = ddi::in_table!(t, DxgkDdiQueryAdapterInfo)
         .ok_or_else(|| SimError::NoDdi("DxgkDdiQueryAdapterInfo"))?;
-    let mut out = std::mem::MaybeUninit::<T>::uninit();
-    // SAFETY: fills the MaybeUninit's storage byte by byte.
-    unsafe { out.as_mut_ptr().write_bytes(0xCD, 1) };
+    let mut out = ddi::filled::<T>(0xCD);
     let args = DXGKARG_QUERYADAPTERINFO {
         Type: ty,
         pInputData: (&mut input as *mut u32).cast(),
         InputDataSize: 4,
-        pOutputData: out.as_mut_ptr().cast(),
+        pOutputData: ddi::bytes_of_mut(&mut out).as_mut_ptr().cast(),
         OutputDataSize: std::mem::size_of::<T>() as u32,
         Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
         hKmdProcessHandle: std::ptr::null_mut(),
     };
     let status = ddi::query_adapter_info_args(a, q, At::Caller, &args)?;
-    // SAFETY: T is plain integers (u32 / DXGK_POWER_RUNTIME_COMPONENT: integers, arrays of
-    // them and a one-UINT union), so any byte pattern, the 0xCD fill included, is a value.
-    Ok((status, unsafe { out.assume_init() }))
+    Ok((status, out))
 }
 
 /// `InitializePowerManagement`: `Ok(Ok(None))` when the driver does no runtime power
@@ -189,8 +192,7 @@ pub(crate) fn initialize(
             return Ok(Err(v));
         }
         if c.ComponentMapping.ComponentType == DXGK_POWER_COMPONENT_ENGINE {
-            // SAFETY: every member of the mapping's union is one UINT.
-            let node = unsafe { c.ComponentMapping.Anonymous.EngineDesc.NodeIndex };
+            let node = mapped_index(c);
             if let Some(slot) = node_component.get_mut(node as usize) {
                 *slot = Some(k);
             }
@@ -235,22 +237,7 @@ pub(crate) fn notify(
     let Some(f) = ddi::in_table!(t, DxgkDdiPowerRuntimeControlRequest) else {
         return Ok(());
     };
-    let ctx = a.context();
-    let status = ddi::passive(a, f, |f| {
-        // SAFETY: the driver's DDI with its context and a GUID that outlives the call; no
-        // buffers, as Dxgkrnl passes none for its notifications.
-        unsafe {
-            f(
-                ctx as HANDLE,
-                code,
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-                0,
-                std::ptr::null_mut(),
-            )
-        }
-    })?;
+    let status = ddi::power_runtime_notify(a, f, code)?;
     triage_status(a, f.routine(), status);
     Ok(())
 }

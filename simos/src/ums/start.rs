@@ -28,7 +28,6 @@ pub(crate) fn query_node_metadata(
     let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;
     let mut metadata = Vec::new();
     if let Some(get) = ddi::in_table!(t, DxgkDdiGetNodeMetadata) {
-        let ctx = a.context();
         // Dxgkrnl passes an entry of its node array, which has the header's stride (74 bytes,
         // packed): the array is filled with 0xCD and followed by guard bytes, so a write past
         // the entry (into the next node, or past the array) is seen.
@@ -47,15 +46,10 @@ pub(crate) fn query_node_metadata(
         array.resize(len, 0xCDu8);
         for node in 0..nodes {
             let at = stride * node as usize;
-            let entry = array
+            let entries = array
                 .get_mut(at..)
-                .map(|e| e.as_mut_ptr().cast::<DXGK_NODEMETADATA>())
                 .ok_or(SimError::Internal("node array shorter than the nodes"))?;
-            let status = ddi::passive(a, get, |get| {
-                // SAFETY: the driver's DDI with its context, a valid node and an entry of
-                // `stride` writable bytes in `array`.
-                unsafe { get(ctx, node, entry) }
-            })?;
+            let status = ddi::get_node_metadata(a, get, node, entries)?;
             bringup::triage_status(a, get.routine(), status);
             let after = array
                 .get(at + stride..)
@@ -72,9 +66,11 @@ pub(crate) fn query_node_metadata(
             if let Some(v) = bringup::nodes::check_metadata(get.routine(), node, status) {
                 return Ok(Err(v));
             }
-            // SAFETY: `entry` points at `stride` initialised bytes of `array`; the struct is
-            // packed plain data, read unaligned.
-            metadata.push(unsafe { entry.read_unaligned() });
+            let entry = array
+                .get(at..)
+                .and_then(ddi::read_plain::<DXGK_NODEMETADATA>)
+                .ok_or(SimError::Internal("node array shorter than the nodes"))?;
+            metadata.push(entry);
         }
     }
     Ok(Ok(metadata))

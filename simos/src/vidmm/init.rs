@@ -84,13 +84,7 @@ pub(crate) fn query(
     }
     let segments: Vec<DXGK_SEGMENTDESCRIPTOR4> = array
         .chunks_exact(stride)
-        // SAFETY: each chunk is `size_of::<DXGK_SEGMENTDESCRIPTOR4>()` bytes of a plain
-        // integer/union structure the driver filled; every bit pattern is valid.
-        .map(|c| unsafe {
-            c.as_ptr()
-                .cast::<DXGK_SEGMENTDESCRIPTOR4>()
-                .read_unaligned()
-        })
+        .filter_map(ddi::read_plain::<DXGK_SEGMENTDESCRIPTOR4>)
         .collect();
     let answer = Segments {
         version: t.Version,
@@ -166,8 +160,6 @@ fn query_gpummu(
     Ok(Ok((mmu, levels)))
 }
 
-fn as_bytes<T: Copy>(v: &mut T) -> &mut [u8] {
-    // SAFETY: `T` is one of the plain repr(C) DDI structures above; the slice covers exactly
-    // its bytes for the borrow's life, and the driver writes only integer data into it.
-    unsafe { std::slice::from_raw_parts_mut((v as *mut T).cast::<u8>(), std::mem::size_of::<T>()) }
+fn as_bytes<T: ddi::Plain>(v: &mut T) -> &mut [u8] {
+    ddi::bytes_of_mut(v)
 }

@@ -113,14 +113,9 @@ pub fn table_as_copied(t: &DRIVER_INITIALIZATION_DATA) -> DRIVER_INITIALIZATION_
     let mut copy = *t;
     let full = std::mem::size_of::<DRIVER_INITIALIZATION_DATA>();
     let keep = driver_data_size(t.Version).min(full);
-    // SAFETY: `copy` is a local table of `full` bytes; every byte from `keep` on belongs to a
-    // slot (`keep` is a multiple of 8 past the version header), and an all-zero slot is a
-    // valid `None` function pointer.
-    unsafe {
-        (&mut copy as *mut DRIVER_INITIALIZATION_DATA)
-            .cast::<u8>()
-            .add(keep)
-            .write_bytes(0, full - keep)
-    };
+    // Every byte from `keep` on belongs to a slot, and an all-zero slot is `None`.
+    if let Some(tail) = crate::adapter::ddi::bytes_of_mut(&mut copy).get_mut(keep..) {
+        tail.fill(0);
+    }
     copy
 }
