@@ -35,9 +35,7 @@ pub const CAPS_FILL: u8 = 0xCD;
 /// would misread anything else), the adapter must have 1..=ENGINE_MAX nodes (interrupt reports
 /// are checked against that count), and a line-based interrupt is message number 0.
 pub fn validate_caps(caps: &DXGK_DRIVERCAPS) -> Result<(), String> {
-    if ddi::bytes_of(&caps.Reserved).iter().any(|b| *b != 0)
-        || ddi::bytes_of(&caps.Reserved1).iter().any(|b| *b != 0)
-    {
+    if caps.Reserved != Default::default() || caps.Reserved1 != Default::default() {
         return Err("DRIVERCAPS Reserved/Reserved1 (deprecated) are not zero".into());
     }
     let nodes = caps.GpuEngineTopology.NbAsymetricProcessingNodes;

@@ -20,7 +20,7 @@
 //! entry, the registry path DriverEntry reads, the thread's current machine, the two DDI shapes
 //! the callers do not take (`DxgkDdiGetNodeMetadata` into an entry of the OS's node array,
 //! `DxgkDdiPowerRuntimeControlRequest` with NULL buffers), an interface's dereference, and the
-//! byte views of [`Plain`] blocks the OS pre-fills and reads around a call.
+//! byte-wise handling of [`Plain`] blocks the OS pre-fills, zeroes and reads around a call.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -481,9 +481,9 @@ impl<F: Prototype> Ddi<F> {
     }
 }
 
-/// Plain DDI structures: integers, arrays and unions of them and raw or optional function
-/// pointers, with no padding, so every byte pattern is a value and every byte is initialised.
-/// The OS pre-fills, zeroes and reads such blocks byte-wise around a driver's call.
+/// Plain DDI structures: integers, arrays and unions of them, raw and optional function
+/// pointers, so every byte pattern, padding included, is a value. The OS pre-fills, zeroes
+/// and reads such blocks byte-wise around a driver's call.
 pub trait Plain: sealed::Plain + Copy + 'static {}
 
 macro_rules! plain {
@@ -497,12 +497,9 @@ plain!(
     u32,
     [u8; 4],
     rvgpu_ddi::adapter::DXGK_DRIVERCAPS,
-    rvgpu_ddi::adapter::DXGK_VIRTUALADDRESSCAPS_DEPRECATED,
-    rvgpu_ddi::adapter::DXGK_DMABUFFERCAPS_DEPRECATED,
     rvgpu_ddi::adapter::DXGK_PHYSICALADAPTERCAPS,
     rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT,
     rvgpu_ddi::power::DXGK_POWER_P_COMPONENT,
-    rvgpu_ddi::power::DXGK_POWER_COMPONENT_MAPPING_0,
     rvgpu_ddi::memory::DXGK_SEGMENTDESCRIPTOR4,
     rvgpu_ddi::memory::DXGK_QUERYSEGMENTOUT4,
     rvgpu_ddi::memory::DXGK_GPUMMUCAPS,
@@ -512,20 +509,6 @@ plain!(
     rvgpu_ddi::feature::DXGKDDI_FEATURE_INTERFACE,
     DRIVER_INITIALIZATION_DATA,
 );
-
-/// The bytes of a plain value.
-pub fn bytes_of<T: Plain>(v: &T) -> &[u8] {
-    // SAFETY: `T: Plain` has no padding, so all `size_of::<T>()` bytes of the borrow are
-    // initialised; the slice lives as long as the borrow.
-    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
-}
-
-/// The bytes of a plain value, writable (any bytes written leave a value of `T`).
-pub fn bytes_of_mut<T: Plain>(v: &mut T) -> &mut [u8] {
-    // SAFETY: as `bytes_of`, and every byte pattern is a `T`, so writes keep it valid; the
-    // borrow is exclusive for the slice's life.
-    unsafe { std::slice::from_raw_parts_mut((v as *mut T).cast::<u8>(), std::mem::size_of::<T>()) }
-}
 
 /// A plain value with every byte `fill` (the OS's pre-fill of an output block, so a field the
 /// driver leaves unset is visible).
@@ -540,10 +523,26 @@ pub fn filled<T: Plain>(fill: u8) -> T {
 
 /// The plain value at the start of `bytes` (unaligned), or `None` when `bytes` is shorter.
 pub fn read_plain<T: Plain>(bytes: &[u8]) -> Option<T> {
-    let mut v = filled::<T>(0);
-    let n = std::mem::size_of::<T>();
-    bytes_of_mut(&mut v).copy_from_slice(bytes.get(..n)?);
-    Some(v)
+    let src = bytes.get(..std::mem::size_of::<T>())?;
+    // SAFETY: `src` is `size_of::<T>()` initialised bytes, read unaligned; every byte pattern
+    // is a `T`.
+    Some(unsafe { src.as_ptr().cast::<T>().read_unaligned() })
+}
+
+/// Zeroes the bytes of `v` from offset `at` on (nothing when `at` is past its end).
+pub fn zero_from<T: Plain>(v: &mut T, at: usize) {
+    let Some(n) = std::mem::size_of::<T>().checked_sub(at) else {
+        return;
+    };
+    // SAFETY: `at + n` is `size_of::<T>()`, so the write stays inside `v`, which the borrow
+    // holds exclusively; every byte pattern is a `T`.
+    unsafe { (v as *mut T).cast::<u8>().add(at).write_bytes(0, n) }
+}
+
+/// The index a power component's mapping names (a node, a source, a target, a segment).
+pub fn mapping_index(m: &rvgpu_ddi::power::DXGK_POWER_COMPONENT_MAPPING_0) -> u32 {
+    // SAFETY: every member of the union is one UINT, so reading one reads the union's value.
+    unsafe { m.EngineDesc.NodeIndex }
 }
 
 /// `DxgkDdiGetNodeMetadata` into one entry of the OS's node array: `entries` starts at the

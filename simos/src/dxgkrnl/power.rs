@@ -106,9 +106,7 @@ pub fn check_mapping(
 /// The index the mapping's union holds (a node, a source, a target, a segment: every member
 /// of the union is one UINT).
 fn mapped_index(c: &DXGK_POWER_RUNTIME_COMPONENT) -> u32 {
-    u32::from_ne_bytes(
-        ddi::read_plain(ddi::bytes_of(&c.ComponentMapping.Anonymous)).unwrap_or([0; 4]),
-    )
+    ddi::mapping_index(&c.ComponentMapping.Anonymous)
 }
 
 /// One `DxgkDdiQueryAdapterInfo` with a 4-byte input; the output is pre-filled with 0xCD (an
@@ -126,7 +124,7 @@ fn query<T: ddi::Plain>(
         Type: ty,
         pInputData: (&mut input as *mut u32).cast(),
         InputDataSize: 4,
-        pOutputData: ddi::bytes_of_mut(&mut out).as_mut_ptr().cast(),
+        pOutputData: (&mut out as *mut T).cast(),
         OutputDataSize: std::mem::size_of::<T>() as u32,
         Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
         hKmdProcessHandle: std::ptr::null_mut(),

@@ -41,13 +41,13 @@ pub(crate) fn query(
     let Some(q) = ddi::in_table!(t, DxgkDdiQueryAdapterInfo) else {
         return Ok(Ok(MemoryModel::default()));
     };
-    let call = |ty: DXGK_QUERYADAPTERINFOTYPE, input: &mut [u8], out: &mut [u8]| {
+    let call = |ty: DXGK_QUERYADAPTERINFOTYPE, input: Buf<'_>, out: Buf<'_>| {
         let args = DXGKARG_QUERYADAPTERINFO {
             Type: ty,
-            pInputData: input.as_mut_ptr().cast(),
-            InputDataSize: input.len() as u32,
-            pOutputData: out.as_mut_ptr().cast(),
-            OutputDataSize: out.len() as u32,
+            pInputData: input.0,
+            InputDataSize: input.1,
+            pOutputData: out.0,
+            OutputDataSize: out.1,
             Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
             hKmdProcessHandle: std::ptr::null_mut(),
         };
@@ -58,7 +58,11 @@ pub(crate) fn query(
     // VidMm, which ADAPTER_RENDER::Initialize reports as STATUS_NO_MEMORY.
     let mut index = 0u32.to_le_bytes();
     let mut out = DXGK_QUERYSEGMENTOUT4::default();
-    let st = call(DXGKQAITYPE_QUERYSEGMENT4, &mut index, as_bytes(&mut out))?;
+    let st = call(
+        DXGKQAITYPE_QUERYSEGMENT4,
+        as_bytes(&mut index),
+        as_bytes(&mut out),
+    )?;
     let count = SegmentCount {
         answer: if st < 0 { Err(st) } else { Ok(out.NbSegment) },
         zero_accepted: a.os.zero_segments_accepted,
@@ -77,7 +81,11 @@ pub(crate) fn query(
     };
     let mut fill = Ok(());
     if n > 0 {
-        let st = call(DXGKQAITYPE_QUERYSEGMENT4, &mut index, as_bytes(&mut out))?;
+        let st = call(
+            DXGKQAITYPE_QUERYSEGMENT4,
+            as_bytes(&mut index),
+            as_bytes(&mut out),
+        )?;
         if st < 0 {
             fill = Err(st);
         }
@@ -117,7 +125,7 @@ pub(crate) fn query(
 
 /// The driver's answer to a `DxgkDdiQueryAdapterInfo` of a type, input and output.
 type Query<'a> =
-    dyn Fn(DXGK_QUERYADAPTERINFOTYPE, &mut [u8], &mut [u8]) -> Result<NTSTATUS, SimError> + 'a;
+    dyn Fn(DXGK_QUERYADAPTERINFOTYPE, Buf<'_>, Buf<'_>) -> Result<NTSTATUS, SimError> + 'a;
 
 /// BR-68: the GpuMmu's caps and one page-table level description per level, through `call`.
 #[allow(clippy::type_complexity)]
@@ -129,7 +137,11 @@ fn query_gpummu(
     // power-of-two alignment (ADAPTER_RENDER::Initialize).
     let mut index = 0u32.to_le_bytes();
     let mut mmu = DXGK_GPUMMUCAPS::default();
-    let st = call(DXGKQAITYPE_GPUMMUCAPS, &mut index, as_bytes(&mut mmu))?;
+    let st = call(
+        DXGKQAITYPE_GPUMMUCAPS,
+        as_bytes(&mut index),
+        as_bytes(&mut mmu),
+    )?;
     if let Some(v) = first(
         rows::GPUMMU_RULES,
         &GpuMmu(if st < 0 { Err(st) } else { Ok(mmu) }),
@@ -160,6 +172,15 @@ fn query_gpummu(
     Ok(Ok((mmu, levels)))
 }
 
-fn as_bytes<T: ddi::Plain>(v: &mut T) -> &mut [u8] {
-    ddi::bytes_of_mut(v)
+/// A block the OS lends the driver in a `DXGKARG_QUERYADAPTERINFO`: its address and size,
+/// borrowed for the call (the driver may write any bytes: the block is [`ddi::Plain`]).
+struct Buf<'a>(
+    *mut std::ffi::c_void,
+    u32,
+    std::marker::PhantomData<&'a mut ()>,
+);
+
+fn as_bytes<T: ddi::Plain>(v: &mut T) -> Buf<'_> {
+    let size = std::mem::size_of::<T>() as u32;
+    Buf((v as *mut T).cast(), size, std::marker::PhantomData)
 }

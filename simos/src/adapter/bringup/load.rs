@@ -114,8 +114,6 @@ pub fn table_as_copied(t: &DRIVER_INITIALIZATION_DATA) -> DRIVER_INITIALIZATION_
     let full = std::mem::size_of::<DRIVER_INITIALIZATION_DATA>();
     let keep = driver_data_size(t.Version).min(full);
     // Every byte from `keep` on belongs to a slot, and an all-zero slot is `None`.
-    if let Some(tail) = crate::adapter::ddi::bytes_of_mut(&mut copy).get_mut(keep..) {
-        tail.fill(0);
-    }
+    crate::adapter::ddi::zero_from(&mut copy, keep);
     copy
 }
