@@ -99,7 +99,7 @@ impl Machine {
         if let Err(b) = crate::adapter::irql::check(
             Routine::DriverEntry,
             processor::current_irql(),
-            load::sim_dxgk_initialize as *const () as usize,
+            crate::dxgkrnl::callbacks::ffi::sim_dxgk_initialize as *const () as usize,
         ) {
             state.raise_bugcheck(b);
             return Err(SimError::Bugcheck(b));
@@ -150,7 +150,10 @@ impl Machine {
                     pe.driver_entry(driver_object, registry_path).unwrap_or(0)
                 });
             }
-            ddi::driver_entry::<SimKernel>(&self.driver_object, &self.registry_path)
+            crate::dxgkrnl::callbacks::ffi::driver_entry::<SimKernel>(
+                &self.driver_object,
+                &self.registry_path,
+            )
         });
         if let Err(b) = processor::check_return_irql(
             Irql::Passive,

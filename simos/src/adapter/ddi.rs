@@ -25,12 +25,8 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use rvgpu_ddi::adapter::{
-    DXGKARG_QUERYADAPTERINFO, DXGK_QUERYADAPTERINFOFLAGS, DXGK_QUERYADAPTERINFOTYPE,
-};
 use rvgpu_ddi::basic::HANDLE;
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
-use rvgpu_ddi::ntstatus::*;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Irql;
 
@@ -38,7 +34,7 @@ use crate::adapter::irql::{self, Routine};
 use crate::adapter::observer::Observer;
 use crate::adapter::rules::Wrapper;
 pub(crate) use crate::adapter::slot::in_table;
-pub use crate::adapter::slot::{member_routine, Ddi};
+pub use crate::adapter::slot::{member_routine, Ddi, Of, SlotFn, SlotType};
 use crate::adapter::state::MachineState;
 use crate::adapter::AdapterShared;
 use crate::base::bugcheck;
@@ -391,23 +387,6 @@ prototype!(A a, B b, C c, D d, E e);
 prototype!(A a, B b, C c, D d, E e, G g);
 prototype!(A a, B b, C c, D d, E e, G g, H h);
 
-/// A slot type of the driver's table (`Option` of a prototype) as the [`Ddi`] `slot!` makes
-/// of it: `ddi::Of<PDXGKDDI_RESETENGINE>`.
-pub trait SlotType {
-    /// The prototype.
-    type F: Copy;
-}
-
-impl<F: Copy> SlotType for Option<F> {
-    type F = F;
-}
-
-/// The prototype of slot type `P` (e.g. `SlotFn<PDXGKDDI_DPC_ROUTINE>`).
-pub type SlotFn<P> = <P as SlotType>::F;
-
-/// The [`Ddi`] of slot type `P` (e.g. `Of<rvgpu_ddi::tdr::PDXGKDDI_RESETENGINE>`).
-pub type Of<P> = Ddi<<P as SlotType>::F>;
-
 /// The common shapes by name, for a helper generic over the block type (a call site with one
 /// DDI names its slot type: [`Of`]).
 pub type HandleFn = Ddi<unsafe extern "system" fn(HANDLE) -> NTSTATUS>;
@@ -606,19 +585,6 @@ pub(crate) fn interface_dereference(
     }
 }
 
-/// The driver's `DriverEntry` (the Linux build) with the OS's stand-in driver object and its
-/// registry path; the driver hands the table to [`sim_dxgk_initialize`].
-pub(crate) fn driver_entry<P: rvgpu_kmd::platform::Platform>(
-    driver_object: &[u64; 4],
-    registry_path: &RegistryPath,
-) -> NTSTATUS {
-    let object = crate::adapter::resources::opaque(driver_object);
-    let path = (&registry_path.0 as *const rvgpu_ddi::basic::UNICODE_STRING).cast();
-    // SAFETY: both pointers are non-null and borrowed for the call (the driver only passes
-    // them on), and sim_dxgk_initialize accepts any table pointer.
-    unsafe { rvgpu::driver_entry::<P>(object, path, sim_dxgk_initialize) }
-}
-
 /// A table of raw pointers (function pointers and the adapter handle) that the simulation
 /// shares between its threads. The pointers are process-global addresses, valid on any
 /// thread; nothing in the table is thread-affine.
@@ -719,23 +685,6 @@ pub fn current_machine_halted() -> bool {
     !m.is_null() && unsafe { (*m).is_halted() }
 }
 
-/// The simulated `DxgkInitialize` (the [`rvgpu::DxgkInitializeFn`] the machine passes to
-/// `rvgpu::driver_entry`): DriverEntry's call back with its table, which the loader copies
-/// here ([`crate::adapter::load::dxgk_initialize`] checks it).
-///
-/// # Safety
-/// `init_data` must be null or point to a valid `DRIVER_INITIALIZATION_DATA`.
-pub unsafe extern "system" fn sim_dxgk_initialize(
-    driver_object: *mut std::ffi::c_void,
-    registry_path: *const std::ffi::c_void,
-    init_data: *const DRIVER_INITIALIZATION_DATA,
-) -> NTSTATUS {
-    // SAFETY: null or a valid table (the caller's contract); copied, as Dxgkrnl copies the
-    // table from DriverEntry's stack.
-    let table = unsafe { init_data.as_ref() }.copied();
-    crate::adapter::load::dxgk_initialize(!driver_object.is_null(), !registry_path.is_null(), table)
-}
-
 /// Calls a driver-wide DDI (no adapter: `DxgkDdiUnload`) at the caller's IRQL: refuses on a
 /// halted machine, enforces the IRQL rule of its routine, runs `f` with its pointer in the
 /// machine's context and reports a halt that happened during the call.
@@ -801,107 +750,8 @@ fn call_driver_checked<R>(
     }
 }
 
-/// The adapter's copy of the driver's table.
-pub(crate) fn table(a: &AdapterShared) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
-    a.table.get().ok_or(SimError::NoDriver)
-}
-
-/// A slot the OS needs is empty (no halt: the caller reports it).
-pub(crate) fn missing(name: &'static str) -> SimError {
-    SimError::NoDdi(name)
-}
-
-/// A thunk whose DDI the driver does not implement: `STATUS_NOT_SUPPORTED` to the caller.
-pub(crate) fn not_supported<T>() -> Result<T, SimError> {
-    Err(SimError::DdiFailed(STATUS_NOT_SUPPORTED))
-}
-
-/// Halts the machine with a simulation error (the driver broke a rule the OS relies on).
-pub(crate) fn sim_err(a: &AdapterShared, msg: String) -> SimError {
-    a.state.raise_sim_error(msg.clone());
-    SimError::Violation(msg)
-}
-
-/// The DDI of `routine` answered with failure `status`: the error its caller gets, named by
-/// the routine.
-pub fn failed(routine: Routine, status: NTSTATUS) -> SimError {
-    SimError::Ddi {
-        ddi: routine.rules().name,
-        status,
-    }
-}
-
-/// Turns the status of `routine`'s DDI into a result: a failure goes back to the caller
-/// ([`failed`]). For a DDI in no table (`DriverEntry`); [`check_status`] otherwise.
-pub(crate) fn check_routine(routine: Routine, status: NTSTATUS) -> Result<(), SimError> {
-    if NT_SUCCESS(status) {
-        Ok(())
-    } else {
-        Err(failed(routine, status))
-    }
-}
-
-/// Turns DDI `ddi`'s status into a result: a failure goes back to the caller ([`failed`]).
-pub fn check_status<F: Copy>(ddi: Ddi<F>, status: NTSTATUS) -> Result<(), SimError> {
-    check_routine(ddi.routine(), status)
-}
-
-/// DDI `ddi`, documented "must succeed", returned `status`: a failure is the driver's bug, a
-/// simulation error.
-pub(crate) fn must_succeed<F: Copy>(
-    a: &AdapterShared,
-    ddi: Ddi<F>,
-    status: NTSTATUS,
-) -> Result<(), SimError> {
-    if NT_SUCCESS(status) {
-        Ok(())
-    } else {
-        Err(sim_err(
-            a,
-            format!(
-                "driver bug: {} must succeed and returned {:#010x}",
-                ddi.routine().rules().name,
-                status as u32
-            ),
-        ))
-    }
-}
-
-/// The driver's `DxgkDdiQueryAdapterInfo`, as `slot!(a, DxgkDdiQueryAdapterInfo)` makes it.
-pub(crate) type QueryAdapterInfo = HandleRefFn<DXGKARG_QUERYADAPTERINFO>;
-
-/// `DxgkDdiQueryAdapterInfo` of type `ty` into `out` at `at`; returns the driver's status. The
-/// caller pre-fills `out` (a 0xCD pattern) so a field the driver leaves unset stays visible.
-pub(crate) fn query_adapter_info<T>(
-    a: &AdapterShared,
-    q: QueryAdapterInfo,
-    ty: DXGK_QUERYADAPTERINFOTYPE,
-    at: At,
-    out: &mut T,
-) -> Result<NTSTATUS, SimError> {
-    let args = DXGKARG_QUERYADAPTERINFO {
-        Type: ty,
-        pInputData: std::ptr::null_mut(),
-        InputDataSize: 0,
-        pOutputData: (out as *mut T).cast(),
-        OutputDataSize: std::mem::size_of::<T>() as u32,
-        Flags: DXGK_QUERYADAPTERINFOFLAGS::default(),
-        hKmdProcessHandle: std::ptr::null_mut(),
-    };
-    query_adapter_info_args(a, q, at, &args)
-}
-
-/// `DxgkDdiQueryAdapterInfo` with a caller-built argument block (input data, odd sizes).
-pub(crate) fn query_adapter_info_args(
-    a: &AdapterShared,
-    q: QueryAdapterInfo,
-    at: At,
-    args: &DXGKARG_QUERYADAPTERINFO,
-) -> Result<NTSTATUS, SimError> {
-    let status = q.call(a, at, (a.context(), args))?;
-    crate::adapter::bringup::triage_status(a, q.routine(), status);
-    Ok(status)
-}
+mod outcome;
+pub use self::outcome::*;
 
 #[cfg(test)]
 mod tests {
@@ -911,6 +761,7 @@ mod tests {
         DXGKARG_QUERYFEATUREINTERFACE, DXGKARG_QUERYFEATURESUPPORT, DXGKDDI_FEATURE_INTERFACE,
     };
     use rvgpu_ddi::kmtest::{DXGKARG_BUILDTESTCOMMANDBUFFER, DXGKDDI_KERNELMODETESTINGINTERFACE};
+    use rvgpu_ddi::ntstatus::*;
 
     /// Where [`Numbered`] puts slot 0; slot `i` is at `BASE + 16 * i`.
     const BASE: usize = 0x10_0000;
@@ -1028,10 +879,14 @@ mod tests {
         assert_eq!(nested.status(), None, "the status is the inner error's");
     }
 
-    /// The simulated OS's files outside `pe/` (the loaded image's x86-64 emulation) that may
-    /// hold `unsafe`: the two FFI files, one per direction, and the hardware mapping. The others
-    /// are start-up and thunk files not yet on the safe callers; none may join.
-    const UNSAFE_FILES: &[&str] = &["adapter/ddi.rs", "dxgkrnl/callbacks/ffi.rs", "hal/pci.rs"];
+    /// The simulated OS's files outside `pe/` that may hold `unsafe`: the FFI to the driver in
+    /// each direction, the test stand-ins' slot entries and the hardware mapping.
+    const UNSAFE_FILES: &[&str] = &[
+        "adapter/ddi.rs",
+        "dxgkrnl/callbacks/ffi.rs",
+        "testing/ffi.rs",
+        "hal/pci.rs",
+    ];
 
     /// Whether a line of Rust holds the keyword `unsafe` outside a `//` comment.
     fn has_unsafe(line: &str) -> bool {

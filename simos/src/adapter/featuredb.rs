@@ -46,7 +46,7 @@ pub struct BuildFn(pub Option<Ddi<BuildTestCommandBuffer>>);
 
 /// The pointer type of `pfnBuildTestCommandBuffer`.
 pub(crate) type BuildTestCommandBuffer =
-    crate::adapter::ddi::SlotFn<rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER>;
+    crate::adapter::slot::SlotFn<rvgpu_ddi::kmtest::PDXGKDDI_BUILDTESTCOMMANDBUFFER>;
 
 impl PartialEq for BuildFn {
     fn eq(&self, other: &Self) -> bool {

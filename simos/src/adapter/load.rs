@@ -76,9 +76,7 @@ pub fn with_loading<R>(
     r
 }
 
-pub use crate::adapter::ddi::sim_dxgk_initialize;
-
-/// The simulated `DxgkInitialize` behind [`sim_dxgk_initialize`]: whether the driver object
+/// The simulated `DxgkInitialize` behind [`sim_dxgk_initialize`](crate::dxgkrnl::callbacks::ffi::sim_dxgk_initialize): whether the driver object
 /// and the registry path were non-null, and a copy of the table (`None`: a NULL pointer).
 pub(crate) fn dxgk_initialize(
     driver_object: bool,

@@ -96,6 +96,23 @@ macro_rules! in_table {
 }
 pub(crate) use in_table;
 
+/// A slot type of the driver's table (`Option` of a prototype) as the [`Ddi`] `slot!` makes
+/// of it: `Of<PDXGKDDI_RESETENGINE>`.
+pub trait SlotType {
+    /// The prototype.
+    type F: Copy;
+}
+
+impl<F: Copy> SlotType for Option<F> {
+    type F = F;
+}
+
+/// The prototype of slot type `P` (e.g. `SlotFn<PDXGKDDI_DPC_ROUTINE>`).
+pub type SlotFn<P> = <P as SlotType>::F;
+
+/// The [`Ddi`] of slot type `P` (e.g. `Of<rvgpu_ddi::tdr::PDXGKDDI_RESETENGINE>`).
+pub type Of<P> = Ddi<<P as SlotType>::F>;
+
 #[cfg(test)]
 mod tests {
     /// Only [`in_table!`] pairs a pointer with a routine: no other code of the crate calls

@@ -255,7 +255,7 @@ pub fn build_test_command_buffer(
     };
     let ctx = a.context();
     let st = build.passive(a, (ctx, &mut args))?;
-    crate::adapter::bringup::triage_status(a, build.routine(), st);
+    crate::adapter::ddi::triage_status(a, build.routine(), st);
     if !NT_SUCCESS(st) {
         return Ok(st);
     }

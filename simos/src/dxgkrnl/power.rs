@@ -26,7 +26,8 @@ use rvgpu_ddi::power::*;
 use rvgpu_ddi::{GUID, NTSTATUS};
 
 use crate::adapter::bringup::power as rules;
-use crate::adapter::bringup::{triage_status, Violation};
+use crate::adapter::bringup::Violation;
+use crate::adapter::ddi::triage_status;
 use crate::adapter::ddi::{self, At};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;

@@ -378,20 +378,22 @@ impl PeImage {
 
     /// The simulated `DxgkInitialize`, reached through the IOCTL's answer: the image's table is
     /// read, every filled slot replaced by a forwarder to the image's code, and the copy handed
-    /// to [`crate::adapter::load::sim_dxgk_initialize`] — which checks and copies it as for the
+    /// to [`crate::dxgkrnl::callbacks::ffi::sim_dxgk_initialize`] — which checks and copies it as for the
     /// Linux build.
     fn dxgk_initialize(self: &Arc<Self>, w: &[u64; 12]) -> StubResult {
         let (dobj, reg, table) = (w[0] as *mut c_void, w[1] as *const c_void, w[2]);
         let status = if table == 0 {
             // SAFETY: a null table is one of the cases the simulated DxgkInitialize checks.
-            unsafe { crate::adapter::load::sim_dxgk_initialize(dobj, reg, std::ptr::null()) }
+            unsafe {
+                crate::dxgkrnl::callbacks::ffi::sim_dxgk_initialize(dobj, reg, std::ptr::null())
+            }
         } else {
             // SAFETY: the image passed its DRIVER_INITIALIZATION_DATA (identity-mapped host
             // memory, read as Dxgkrnl reads it: a copy).
             let mut t = unsafe { (table as *const DRIVER_INITIALIZATION_DATA).read_unaligned() };
             t.visit_slots(&mut DdiBridge { image: self });
             // SAFETY: a valid table on this frame for the duration of the call.
-            unsafe { crate::adapter::load::sim_dxgk_initialize(dobj, reg, &t) }
+            unsafe { crate::dxgkrnl::callbacks::ffi::sim_dxgk_initialize(dobj, reg, &t) }
         };
         StubResult::Return(status as u32 as u64)
     }

@@ -10,7 +10,7 @@ use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 use rvgpu_ddi::NTSTATUS;
 
 use crate::adapter::ddi::SlotType;
-use crate::dxgkrnl::callbacks::ffi::{self, HandleMutStandIn, Saved};
+use crate::testing::ffi::{self, HandleMutStandIn, Saved};
 
 static REAL: Saved<<PDXGKDDI_CREATEALLOCATION as SlotType>::F> = Saved::new();
 

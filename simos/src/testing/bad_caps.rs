@@ -11,7 +11,7 @@ use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 use rvgpu_ddi::NTSTATUS;
 
 use crate::adapter::ddi::SlotType;
-use crate::dxgkrnl::callbacks::ffi::{self, HandleRefStandIn, Saved};
+use crate::testing::ffi::{self, HandleRefStandIn, Saved};
 
 static REAL: Saved<<PDXGKDDI_QUERYADAPTERINFO as SlotType>::F> = Saved::new();
 

@@ -9,6 +9,7 @@
 
 pub mod bad_alloc;
 pub mod bad_caps;
+pub mod ffi;
 pub mod gpu;
 pub mod kill_in_recovery;
 pub mod spy;
@@ -21,13 +22,11 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE;
 use rvgpu_ddi::interrupt::{DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGKCB_NOTIFY_INTERRUPT_DATA_FLAGS};
 
+use self::ffi::{Callbacks, DeviceContext, IsrFn, IsrStandIn};
 use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
-use crate::dxgkrnl::callbacks::ffi::{self, Callbacks, DeviceContext, IsrFn, IsrStandIn};
 
-pub use crate::dxgkrnl::callbacks::ffi::{
-    allocate_contiguous, driver_dpc, driver_isr, free_contiguous,
-};
+pub use self::ffi::{allocate_contiguous, driver_dpc, driver_isr, free_contiguous};
 
 /// A native fence handle the OS never hands out.
 pub const BAD_FENCE_HANDLE: usize = 0x0BAD_F00D;

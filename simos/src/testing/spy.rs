@@ -17,7 +17,7 @@ use rvgpu_kmd::platform::Irql;
 
 use crate::adapter::ddi::SlotType;
 use crate::base::lock::lock;
-use crate::dxgkrnl::callbacks::ffi::{self, HandleRefStandIn, RefStandIn, Saved};
+use crate::testing::ffi::{self, HandleRefStandIn, RefStandIn, Saved};
 
 /// One observed call.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::tdr::{DXGKARG_PREEMPTCOMMAND, DXGKARG_RESETENGINE, PDXGKDDI_RESETENGINE};
 
 use crate::adapter::ddi::SlotType;
-use crate::dxgkrnl::callbacks::ffi::{self, Callbacks, HandleMutStandIn, HandleRefStandIn, Saved};
+use crate::testing::ffi::{self, Callbacks, HandleMutStandIn, HandleRefStandIn, Saved};
 
 /// How the wrapped `DxgkDdiResetEngine` misreports `LastAbortedFenceId`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use rvgpu_ddi::submission::{
 use rvgpu_ddi::NTSTATUS;
 
 use crate::adapter::ddi::SlotType;
-use crate::dxgkrnl::callbacks::ffi::{self, HandleIndexMutStandIn, HandleRefStandIn, Saved};
+use crate::testing::ffi::{self, HandleIndexMutStandIn, HandleRefStandIn, Saved};
 
 static REAL_MD: Saved<<PDXGKDDI_GETNODEMETADATA as SlotType>::F> = Saved::new();
 static REAL_QAI: Saved<<PDXGKDDI_QUERYADAPTERINFO as SlotType>::F> = Saved::new();

@@ -8,7 +8,6 @@ use rvgpu_ddi::ntstatus::STATUS_PENDING;
 use rvgpu_ddi::power::DXGK_POWER_RUNTIME_COMPONENT;
 use rvgpu_ddi::submission::{DXGKARG_RESUMECONTEXT, DXGKARG_SUSPENDCONTEXT};
 
-use crate::adapter::bringup;
 use crate::adapter::ddi::{self, check_status, sim_err};
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
@@ -280,7 +279,7 @@ pub(super) fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Re
         (Some(f), Some(component)) => {
             let ctx = a.context();
             let status = f.passive_unaudited(a, (ctx, component, fstate))?;
-            bringup::triage_status(a, f.routine(), status);
+            crate::adapter::ddi::triage_status(a, f.routine(), status);
             true
         }
         _ => false,

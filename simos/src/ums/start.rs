@@ -50,7 +50,7 @@ pub(crate) fn query_node_metadata(
                 .get_mut(at..)
                 .ok_or(SimError::Internal("node array shorter than the nodes"))?;
             let status = ddi::get_node_metadata(a, get, node, entries)?;
-            bringup::triage_status(a, get.routine(), status);
+            crate::adapter::ddi::triage_status(a, get.routine(), status);
             let after = array
                 .get(at + stride..)
                 .ok_or(SimError::Internal("node array shorter than the nodes"))?;

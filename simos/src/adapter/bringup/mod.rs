@@ -32,8 +32,7 @@ pub mod vidmm;
 
 use rvgpu_ddi::NTSTATUS;
 
-use crate::adapter::rules::{self, Routine};
-use crate::adapter::AdapterShared;
+use crate::adapter::rules;
 
 pub use caps::check_caps;
 pub use facts::{StartFacts, UmdName};
@@ -91,16 +90,4 @@ pub fn tables() -> Vec<(&'static str, Vec<RowDoc>)> {
 /// table); anything else is logged to the triage log as an invalid status (not refused).
 pub fn status_allowed(ddi: &str, status: NTSTATUS) -> bool {
     rules::status_allowed(ddi, status)
-}
-
-/// Records `status` of `routine` in the adapter's triage log when the wrapper's allow-list does
-/// not have it (BR-23: Windows logs it and goes on).
-pub fn triage_status(a: &AdapterShared, routine: Routine, status: NTSTATUS) {
-    let rules = routine.rules();
-    if rules.statuses.is_some_and(|s| !s.allowed.contains(&status)) {
-        a.observer().triage(format!(
-            "BR-23: {} returned an invalid NTSTATUS {:#010x}",
-            rules.name, status as u32
-        ));
-    }
 }
