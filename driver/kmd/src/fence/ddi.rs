@@ -326,8 +326,11 @@ pub fn board<P: Platform>(
     }
     live.fences
         .lock()
-        .board(h_device as usize, current_gpu, publish, from, to)
-        .ok_or(status::INVALID_PARAMETER)
+        .board::<P>(h_device as usize, current_gpu, publish, from, to)
+        .map_err(|e| match e {
+            TableError::NoMemory => status::NO_MEMORY,
+            _ => status::INVALID_PARAMETER,
+        })
 }
 
 /// The driver process of device `h_device` on this adapter, if it names one.

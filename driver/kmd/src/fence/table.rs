@@ -69,6 +69,9 @@ pub struct FenceTable {
     /// The leaves VidMm maps without an allocation, to find unplaced fences' storage, and the
     /// MonitoredValue pages kept from user-mode queues ([`super::pages`]).
     pub pages: super::pages::FencePages,
+    /// Wait-board slots by local handle, only for opens that published one: most fences are
+    /// never shared, so an open carries no slot until its opener writes it.
+    boards: SortedMap<usize, BoardSlot>,
 }
 
 /// A sorted map whose removals leave a hole, compacted once holes outnumber entries:
@@ -163,9 +166,6 @@ pub struct Local {
     pub current_gpu: u64,
     /// Whether it was not the fence's first open (and so counts in [`FenceTable::later_of`]).
     pub later: bool,
-    /// What the opener last published on the fence's wait board ([`FenceTable::board`]);
-    /// `None` until it does, which makes every other opener's answer "unknown".
-    pub board: Option<BoardSlot>,
 }
 
 /// One opener's slot on its fence's wait board: its lowest pending CPU waits, as it wrote
@@ -296,7 +296,6 @@ impl FenceTable {
                 process,
                 current_gpu,
                 later,
-                board: None,
             },
         ) {
             return Err(TableError::NoMemory);
@@ -335,42 +334,48 @@ impl FenceTable {
     /// registration. Only the caller's own open is written: the device is the one the OS
     /// attributed the escape to. `None` if the device holds no open there. A linear scan of
     /// the opens, on the CPU-wait path only, never on a signal path.
-    pub fn board(
+    pub fn board<P: Platform>(
         &mut self,
         device: usize,
         current_gpu: u64,
         publish: Option<BoardSlot>,
         from: u64,
         to: u64,
-    ) -> Option<BoardAnswer> {
-        let (mine, global) = self.locals.map.iter_mut().find_map(|(k, l)| {
-            l.as_mut()
-                .filter(|l| l.device == device && l.current_gpu == current_gpu)
-                .map(|l| {
-                    if let Some(s) = publish {
-                        l.board = Some(s);
-                    }
-                    (*k, l.global)
-                })
-        })?;
+    ) -> Result<BoardAnswer, TableError> {
+        let (mine, global) = self
+            .locals
+            .map
+            .iter()
+            .find_map(|(k, l)| {
+                l.as_ref()
+                    .filter(|l| l.device == device && l.current_gpu == current_gpu)
+                    .map(|l| (*k, l.global))
+            })
+            .ok_or(TableError::Unknown)?;
+        if let Some(s) = publish {
+            self.boards
+                .try_insert::<P>(mine, s)
+                .map_err(|_| TableError::NoMemory)?;
+        }
         let (mut next, mut passed) = (u64::MAX, false);
         for (k, l) in self.locals.map.iter() {
-            let Some(l) = l.filter(|l| l.global == global && *k != mine) else {
+            if !l.as_ref().is_some_and(|l| l.global == global) || *k == mine {
                 continue;
-            };
-            let Some(s) = l.board else {
-                return Some(BoardAnswer::Unknown);
+            }
+            let Some(s) = self.boards.get(k) else {
+                return Ok(BoardAnswer::Unknown);
             };
             let at = |c| rvgpu_hw::pdd::board_next_above(&s.waits, s.more, c);
             next = next.min(at(to).unwrap_or(u64::MAX));
             passed |= at(from).is_some_and(|w| w <= to);
         }
-        Some(BoardAnswer::Lowest { next, passed })
+        Ok(BoardAnswer::Lowest { next, passed })
     }
 
     /// CloseNativeFence: releases a local handle; the global object lives on (NF-13).
     pub fn close(&mut self, local: usize) -> Result<Local, TableError> {
         let l = self.locals.remove(local).ok_or(TableError::Unknown)?;
+        self.boards.remove(&local);
         if l.later {
             self.later_total = self.later_total.saturating_sub(1);
             let last = self.later.get_mut(&l.process).is_some_and(|n| {
@@ -461,33 +466,55 @@ mod tests {
             waits[..w.len()].copy_from_slice(w);
             BoardSlot { waits, more }
         };
-        let low = |next, passed| Some(BoardAnswer::Lowest { next, passed });
+        let low = |next, passed| Ok(BoardAnswer::Lowest { next, passed });
         assert_eq!(
-            t.board(0xD1, 0x5000, Some(slot(&[9], false)), 0, 0),
-            Some(BoardAnswer::Unknown),
+            t.board::<crate::kmem::Host>(0xD1, 0x5000, Some(slot(&[9], false)), 0, 0),
+            Ok(BoardAnswer::Unknown),
             "B never published"
         );
         assert_eq!(
-            t.board(0xD2, 0x6000, Some(slot(&[5], false)), 0, 0),
+            t.board::<crate::kmem::Host>(0xD2, 0x6000, Some(slot(&[5], false)), 0, 0),
             low(9, false)
         );
-        assert_eq!(t.board(0xD1, 0x5000, None, 0, 0), low(5, false));
-        assert_eq!(t.board(0xD1, 0x5000, None, 4, 5), low(u64::MAX, true));
+        assert_eq!(
+            t.board::<crate::kmem::Host>(0xD1, 0x5000, None, 0, 0),
+            low(5, false)
+        );
+        assert_eq!(
+            t.board::<crate::kmem::Host>(0xD1, 0x5000, None, 4, 5),
+            low(u64::MAX, true)
+        );
         // D2 naming A's VA, or a VA it does not hold, writes nothing and is refused.
-        assert_eq!(t.board(0xD2, 0x5000, Some(slot(&[], false)), 0, 0), None);
-        assert_eq!(t.board(0xD3, 0x5000, Some(slot(&[], false)), 0, 0), None);
-        assert_eq!(t.board(0xD1, 0x5000, None, 0, 0), low(5, false));
+        assert_eq!(
+            t.board::<crate::kmem::Host>(0xD2, 0x5000, Some(slot(&[], false)), 0, 0),
+            Err(TableError::Unknown)
+        );
+        assert_eq!(
+            t.board::<crate::kmem::Host>(0xD3, 0x5000, Some(slot(&[], false)), 0, 0),
+            Err(TableError::Unknown)
+        );
+        assert_eq!(
+            t.board::<crate::kmem::Host>(0xD1, 0x5000, None, 0, 0),
+            low(5, false)
+        );
         // The other fence's opener is alone on its board.
-        assert_eq!(t.board(0xD3, 0x7000, None, 0, 0), low(u64::MAX, false));
+        assert_eq!(
+            t.board::<crate::kmem::Host>(0xD3, 0x7000, None, 0, 0),
+            low(u64::MAX, false)
+        );
         // Garbage in B's slot: zero, reached values, "more" over reached values.
         assert_eq!(
-            t.board(0xD2, 0x6000, Some(slot(&[0, 3, u64::MAX], true)), 0, 0),
+            t.board::<crate::kmem::Host>(0xD2, 0x6000, Some(slot(&[0, 3, u64::MAX], true)), 0, 0),
             low(9, false)
         );
-        assert_eq!(t.board(0xD1, 0x5000, None, 3, 3), low(4, false));
-        t.close(0xB1).unwrap();
         assert_eq!(
-            t.board(0xD1, 0x5000, None, 3, 3),
+            t.board::<crate::kmem::Host>(0xD1, 0x5000, None, 3, 3),
+            low(4, false)
+        );
+        t.close(0xB1).unwrap();
+        assert_eq!(t.boards.len(), 1, "a closed open's slot goes with it");
+        assert_eq!(
+            t.board::<crate::kmem::Host>(0xD1, 0x5000, None, 3, 3),
             low(u64::MAX, false),
             "B left"
         );
