@@ -359,7 +359,7 @@ impl FenceTable {
         }
         let (mut next, mut passed) = (u64::MAX, false);
         for (k, l) in self.locals.map.iter() {
-            if !l.as_ref().is_some_and(|l| l.global == global) || *k == mine {
+            if l.as_ref().is_none_or(|l| l.global != global) || *k == mine {
                 continue;
             }
             let Some(s) = self.boards.get(k) else {
