@@ -1,7 +1,7 @@
 //! rvgpu-simos: the simulated Windows graphics kernel that runs the rvgpu driver on the host.
 //!
 //! A [`Machine`] is one physical memory, N emulated adapters and a simulated Dxgkrnl that calls
-//! the driver exactly the way Windows does: `DriverEntry` → [`dxgkrnl::callbacks::ffi::sim_dxgk_initialize`]
+//! the driver exactly the way Windows does: `DriverEntry` → `DxgkInitialize`
 //! (the table is validated and copied), then every DDI through that table with real DXGKARG
 //! structures ([`adapter::ddi`]), at the IRQL Windows uses ([`adapter::irql`], with every rule of
 //! a DDI in one row of [`adapter::rules`]), with a

@@ -17,7 +17,6 @@ use crate::adapter::ddi::{self, check_status, At};
 use crate::adapter::irql::Routine;
 use crate::adapter::kernel::SimKernel;
 use crate::adapter::load::{self, TableHook};
-use crate::adapter::resources::opaque;
 use crate::adapter::{adapter_luid, AdapterShared, Life};
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::error::SimError;
@@ -91,8 +90,13 @@ impl Machine {
         if self.loaded {
             return Err(self.misuse("driver already loaded".into()));
         }
-        let driver_object = opaque(&self.driver_object);
-        let registry_path = (&self.registry_path.0 as *const UNICODE_STRING).cast::<c_void>();
+        // The PE image's DriverEntry takes them as raw pointers (the Linux build gets them
+        // through the FFI's `driver_entry`).
+        #[cfg(target_os = "linux")]
+        let driver_object = crate::adapter::resources::opaque(&self.driver_object);
+        #[cfg(target_os = "linux")]
+        let registry_path =
+            (&self.registry_path.0 as *const rvgpu_ddi::basic::UNICODE_STRING).cast::<c_void>();
         let state = self.state.clone();
         let _ctx = context::MachineContext::enter(state.clone());
         // DriverEntry runs at PASSIVE_LEVEL (DRIVER_INITIALIZE).

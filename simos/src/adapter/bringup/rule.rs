@@ -118,7 +118,7 @@ impl<F> Rule<F> {
 }
 
 /// A slot of the driver's table as a row names it: its name and whether a table fills it, both
-/// from the field ([`slot!`]), so a renamed slot does not compile instead of leaving a rule
+/// from the field (`slot!`), so a renamed slot does not compile instead of leaving a rule
 /// that never fires.
 #[derive(Clone, Copy)]
 pub struct TableSlot {
