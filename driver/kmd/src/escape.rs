@@ -64,6 +64,9 @@ pub fn escape<P: Platform>(
     Ok(())
 }
 
+// The two requests are told apart by their size alone.
+const _: () = assert!(size_of::<WaitBoardEscape>() != size_of::<NativeFenceTagEscape>());
+
 /// A [`WaitBoardEscape`]: the calling device's slot on the board of a native fence it holds
 /// open, written only through its own escapes (24H2's `K:DxgkEscape` @0x140419AB0 checks that
 /// `hDevice` is the caller's and passes the driver that device's handle), and the answer about
