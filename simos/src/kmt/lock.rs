@@ -4,6 +4,8 @@
 //! checks in 24H2's order with their statuses, then the simulated VidMm's lock
 //! (`ums::allocation`), and back only `pData`, on success.
 
+use std::sync::Arc;
+
 use rvgpu_ddi::d3dkmt::{D3DKMT_LOCK2, D3DKMT_UNLOCK2};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
@@ -32,7 +34,7 @@ pub(super) fn device_active(
 }
 
 refusals! {
-    /// `D3DKMTLock2`'s refusals, in 24H2's order.
+    /// `D3DKMTLock2`'s refusals, in 24H2's order; `D3DKMTUnlock2` makes the same ones.
     Lock2Check => LOCK2_CHECKS {
         Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
         DeviceActive: "the device not active" => DEVICE_REMOVED;
@@ -79,32 +81,11 @@ pub fn dxgk_lock2(
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<SimMem, NtStatus> {
-    let p = device(a.hDevice).ok_or(Lock2Check::Device.refuse())?;
-    let sh = m.kmt(&p).thunk()?;
-    device_active(&sh, p.device, Lock2Check::DeviceActive.refuse())?;
-    match allocation(a.hAllocation) {
-        None => return Err(Lock2Check::Allocation.refuse()),
-        Some(d) if d != p.device => return Err(Lock2Check::OtherDevice.refuse()),
-        Some(_) => {}
-    }
+    let (p, sh) = checked(m, a.hDevice, a.hAllocation, device, allocation)?;
     let (alloc, cache) = crate::ums::allocation::lock_allocation(&sh, p.device, a.hAllocation)
         .map_err(super::status)?;
     a.pData = alloc.as_mut_ptr() as u64;
     Ok(SimMem { alloc, cache })
-}
-
-refusals! {
-    /// `D3DKMTUnlock2`'s refusals, in 24H2's order.
-    Unlock2Check => UNLOCK2_CHECKS {
-        Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
-        DeviceActive: "the device not active" => DEVICE_REMOVED;
-        Allocation: "hAllocation not an allocation in the caller's handle table" => INVALID_PARAMETER;
-        OtherAdapter: "hAllocation on another adapter" => INVALID_PARAMETER,
-            elsewhere "a simulated allocation is always its device's adapter's";
-        NoVidMmAllocation: "hAllocation without a VidMm allocation" => INVALID_PARAMETER,
-            elsewhere "every simulated allocation has its VidMm allocation";
-        OtherDevice: "hAllocation of another device" => INVALID_PARAMETER;
-    }
 }
 
 /// `D3DKMTUnlock2`'s row of the thunk catalog ([`super::catalog`]).
@@ -114,13 +95,32 @@ pub const UNLOCK2: Thunk = Thunk {
         src("DxgkUnlock2", 0x1402A21C0),
         src("DxgkUnlock2Internal", 0x1402A2B20),
     ]),
-    checks: UNLOCK2_CHECKS,
+    checks: LOCK2_CHECKS,
     written_back: &[],
     pending: Pending::No,
     entry: Some("lock::dxgk_unlock2"),
     gaps: "VidMm's unlock not read in 24H2 (an allocation holding no lock succeeds here, \
            as 22631's VIDMM_GLOBAL::UnlockInternal answers)",
 };
+
+/// The checks `D3DKMTLock2` and `D3DKMTUnlock2` share, in 24H2's order: the caller's device,
+/// active, and an allocation of that device. The device's process and its adapter.
+fn checked(
+    m: &Machine,
+    h_device: u32,
+    h_allocation: KmtHandle,
+    device: impl FnOnce(u32) -> Option<UmsProcess>,
+    allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
+) -> Result<(UmsProcess, Arc<AdapterShared>), NtStatus> {
+    let p = device(h_device).ok_or(Lock2Check::Device.refuse())?;
+    let sh = m.kmt(&p).thunk()?;
+    device_active(&sh, p.device, Lock2Check::DeviceActive.refuse())?;
+    match allocation(h_allocation) {
+        None => Err(Lock2Check::Allocation.refuse()),
+        Some(d) if d != p.device => Err(Lock2Check::OtherDevice.refuse()),
+        Some(_) => Ok((p, sh)),
+    }
+}
 
 /// `DxgkUnlock2` for the caller's structure `a`, in 24H2's order: `hDevice` not in the
 /// caller's table, STATUS_INVALID_PARAMETER; the device not active, STATUS_DEVICE_REMOVED;
@@ -133,13 +133,6 @@ pub fn dxgk_unlock2(
     device: impl FnOnce(u32) -> Option<UmsProcess>,
     allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
-    let p = device(a.hDevice).ok_or(Unlock2Check::Device.refuse())?;
-    let sh = m.kmt(&p).thunk()?;
-    device_active(&sh, p.device, Unlock2Check::DeviceActive.refuse())?;
-    match allocation(a.hAllocation) {
-        None => return Err(Unlock2Check::Allocation.refuse()),
-        Some(d) if d != p.device => return Err(Unlock2Check::OtherDevice.refuse()),
-        Some(_) => {}
-    }
+    let (p, sh) = checked(m, a.hDevice, a.hAllocation, device, allocation)?;
     crate::ums::allocation::unlock_allocation(&sh, p.device, a.hAllocation).map_err(super::status)
 }
