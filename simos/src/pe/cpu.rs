@@ -31,8 +31,7 @@
 //! check raised while a processor runs the image stops the debugger first. Without one, no
 //! processor has the hook.
 
-use std::cell::Cell;
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 
 use super::arena;
 use super::gdb;
@@ -41,7 +40,8 @@ use crate::adapter::context;
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
 
-mod code;
+/// Reached by the debugger, which changes code behind the processors' back.
+pub(super) mod code;
 mod count;
 mod engine;
 mod memory;
@@ -49,67 +49,22 @@ mod serve;
 mod special;
 mod stack;
 mod stubs;
+mod trace;
+mod turns;
 mod window;
 
-pub use code::code_changed;
 pub use count::{
     counting, executed, executed_user, register_count_range, register_user_count_range,
 };
-use engine::{Engine, Exit, StubEnd, STACK};
+use engine::{Engine, Exit, StubEnd, ARG_REGS, STACK};
 use memory::{host_mapping, range_of};
 pub use memory::{register_range, unregister_range, Range};
 pub use special::{irql_from_cr8, register_specials, unregister_specials, Sites};
 pub use stack::{deepest_stacks, StackUse};
 pub use stubs::{drop_stubs, StubFn, StubResult, Stubs};
+pub(crate) use trace::trace;
+use turns::{acquire, holding, release};
 pub use window::{register_window, WindowFn};
-
-// ---------------------------------------------------------------------------------------------
-// The lock the processors take turns on.
-
-struct GuestLock {
-    held: Mutex<bool>,
-    free: Condvar,
-}
-
-static GUEST: GuestLock = GuestLock {
-    held: Mutex::new(false),
-    free: Condvar::new(),
-};
-
-thread_local! {
-    /// Whether this thread holds the guest lock.
-    static HOLDING: Cell<bool> = const { Cell::new(false) };
-}
-
-fn acquire() {
-    let mut g = lock(&GUEST.held);
-    while *g {
-        g = crate::base::lock::waiting(g, |g| {
-            (GUEST.free.wait(g).unwrap_or_else(|p| p.into_inner()), ())
-        })
-        .0;
-    }
-    *g = true;
-    HOLDING.with(|h| h.set(true));
-}
-
-fn release() {
-    HOLDING.with(|h| h.set(false));
-    *lock(&GUEST.held) = false;
-    GUEST.free.notify_one();
-}
-
-/// Runs `f` (host code) with the guest lock released, if this thread holds it.
-pub fn outside<R>(f: impl FnOnce() -> R) -> R {
-    if HOLDING.with(Cell::get) {
-        release();
-        let r = f();
-        acquire();
-        r
-    } else {
-        f()
-    }
-}
 
 /// The address every outermost call returns to: the processor stops when it gets there.
 fn sentinel() -> Result<usize, String> {
@@ -122,11 +77,6 @@ fn sentinel() -> Result<usize, String> {
         Ok(base)
     })
     .clone()
-}
-
-pub(crate) fn trace() -> bool {
-    static T: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *T.get_or_init(|| std::env::var_os("RVGPU_PE_TRACE").is_some())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -155,8 +105,6 @@ pub enum Stop {
     UserException { code: u32, address: u64, rip: u64 },
 }
 
-const ARG_REGS: [i32; 4] = [reg::RCX, reg::RDX, reg::R8, reg::R9];
-
 /// The segment bases a call may change and every call restores.
 const SEGMENT_BASES: [i32; 2] = [reg::FS_BASE, reg::GS_BASE];
 
@@ -184,7 +132,7 @@ fn call_in(addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
         Some(e) => e,
         None => Engine::new().map_err(Stop::Emulator)?,
     };
-    let held = HOLDING.with(Cell::get);
+    let held = holding();
     if !held {
         acquire();
     }

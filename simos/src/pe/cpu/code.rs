@@ -11,9 +11,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::engine::Engine;
-use crate::pe::unicorn;
-
 /// How many times the host has changed code; each processor keeps the count it last saw.
 static CHANGES: AtomicU64 = AtomicU64::new(0);
 
@@ -23,20 +20,7 @@ pub fn code_changed() {
     CHANGES.fetch_add(1, Ordering::AcqRel);
 }
 
-impl Engine {
-    /// Whether code changed since this processor last forgot its translations.
-    pub(super) fn code_changed_since(&self) -> bool {
-        self.code_seen.get() != CHANGES.load(Ordering::Acquire)
-    }
-
-    /// Forgets this processor's translations if code changed since it last looked.
-    pub(super) fn forget_changed_code(&self) {
-        let now = CHANGES.load(Ordering::Acquire);
-        if self.code_seen.get() != now {
-            // SAFETY: the flush request takes no arguments; the instance is ours and is not
-            // executing (called between `uc_emu_start`s on its own thread).
-            unsafe { (self.api.ctl)(self.uc, unicorn::CTL_FLUSH_TB) };
-            self.code_seen.set(now);
-        }
-    }
+/// How many times the host has changed code so far.
+pub(super) fn changes() -> u64 {
+    CHANGES.load(Ordering::Acquire)
 }

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::RwLock;
 
-use super::unicorn::Uc;
+use crate::pe::unicorn::Uc;
 
 /// Whether the processors count the image's instructions (a code hook on every instruction of
 /// every image: slow, for the instruction figures only). Set by `RVGPU_PE_COUNT`.

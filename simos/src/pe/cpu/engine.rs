@@ -5,13 +5,16 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 
+use super::code;
 use super::count::{on_count, COUNT_RANGES};
 use super::memory::{host_mapping, range_of, register_range, round, unregister_range, Range};
 use super::serve::serve_stub;
 use super::special::{encode, on_special, SPECIALS, UNREGISTERED};
+use super::stack;
 use super::window::{mmio_read, mmio_write, on_window_access};
-use super::{arena, gdb, stack};
-use crate::pe::unicorn::{self, hook, Api, HookCode, Uc};
+use crate::pe::arena;
+use crate::pe::gdb;
+use crate::pe::unicorn::{self, hook, reg, Api, HookCode, Uc};
 
 /// Why the processor stopped, recorded by a hook.
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +49,9 @@ pub(super) enum StubEnd {
 
 pub(super) const STACK: usize = 512 * 1024;
 
+/// The registers of the first four arguments (Windows x64).
+pub(super) const ARG_REGS: [i32; 4] = [reg::RCX, reg::RDX, reg::R8, reg::R9];
+
 pub(super) struct Engine {
     pub(super) api: &'static Api,
     pub(super) uc: Uc,
@@ -62,7 +68,7 @@ pub(super) struct Engine {
     /// Count ranges hooked so far.
     counted: Cell<usize>,
     /// The count of host code changes this processor has forgotten translations for.
-    pub(super) code_seen: Cell<u64>,
+    code_seen: Cell<u64>,
     /// The instruction the debugger's hook lets pass once (where the processor resumes after
     /// a [`Exit::Resume`]: the hook already ran there).
     pub(super) skip_debug_at: Cell<Option<u64>>,
@@ -179,6 +185,23 @@ impl Engine {
     pub(super) fn write(&self, r: i32, v: u64) {
         // SAFETY: 64-bit register from a u64.
         unsafe { (self.api.reg_write)(self.uc, r, (&raw const v).cast()) };
+    }
+
+    /// Whether code changed since this processor last forgot its translations
+    /// ([`super::code`]).
+    pub(super) fn code_changed_since(&self) -> bool {
+        self.code_seen.get() != code::changes()
+    }
+
+    /// Forgets this processor's translations if code changed since it last looked.
+    pub(super) fn forget_changed_code(&self) {
+        let now = code::changes();
+        if self.code_seen.get() != now {
+            // SAFETY: the flush request takes no arguments; the instance is ours and is not
+            // executing (called between `uc_emu_start`s on its own thread).
+            unsafe { (self.api.ctl)(self.uc, unicorn::CTL_FLUSH_TB) };
+            self.code_seen.set(now);
+        }
     }
 
     /// A code hook over `[begin, end]` calling `callback` with `user`; its handle.

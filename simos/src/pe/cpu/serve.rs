@@ -11,11 +11,11 @@
 //! outcome for [`super::run`] to act on, as does code the debugger changed meanwhile (the
 //! processor forgets its translations, then goes on at the `ret`).
 
-use super::engine::{Engine, Exit, StubEnd, STACK};
-use super::stubs::stub_at;
-use super::{outside, trace, ARG_REGS};
+use super::engine::{Engine, Exit, StubEnd, ARG_REGS, STACK};
+use super::stubs::{stub_at, StubResult};
+use super::trace::trace;
+use super::turns::outside;
 use crate::adapter::context;
-use crate::pe::cpu::stubs::StubResult;
 use crate::pe::unicorn::reg;
 
 /// What the `int3` at `RIP - 1` does: `None` when it was a stub served here (the processor goes

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use rvgpu_kmd::platform::Irql;
 
-use super::outside;
+use super::turns::outside;
 use crate::base::bugcheck;
 use crate::base::processor;
 use crate::pe::image::Special;

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use super::arena;
 use super::memory::{register_range, unregister_range, Range};
+use crate::pe::arena;
 
 /// What a stub does when the image calls it: its result for RAX, or the call does not return.
 pub enum StubResult {

@@ -7,8 +7,10 @@ use std::ffi::c_void;
 use std::sync::{Arc, RwLock};
 
 use super::memory::{register_range, Range};
-use super::{arena, outside, trace};
+use super::trace::trace;
+use super::turns::outside;
 use crate::adapter::kernel;
+use crate::pe::arena;
 use crate::pe::unicorn::Uc;
 
 /// What an access to a window with its own handler does: `(offset, width, Some(value))` is a

@@ -29,13 +29,13 @@
 //! protocol error ends the session and the run goes on without a debugger.
 
 mod framing;
+mod state;
 mod target;
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::{Mutex, OnceLock};
 
 pub(super) use gdbstub::common::Signal;
 use gdbstub::common::Tid;
@@ -46,6 +46,10 @@ use gdbstub::stub::{GdbStub, MultiThreadStopReason};
 use super::unicorn::Uc;
 use crate::base::lock::lock;
 use framing::{Frame, Framing};
+pub(super) use state::Processor;
+pub use state::{modules, note_module};
+use state::{BREAKPOINTS, BREAKPOINT_COUNT, LAST_BUGCHECK, PROCESSORS, STEP};
+pub use target::slide;
 use target::Stopped;
 
 /// Whether a debugger is attached or awaited: the processors' hook does nothing else when
@@ -61,23 +65,6 @@ static HOOKED: AtomicBool = AtomicBool::new(false);
 
 /// Set once the first processor exists: [`listen`] is refused after that.
 static STARTED: AtomicBool = AtomicBool::new(false);
-
-/// The processor to stop at its next instruction (a single step), 0 for none.
-static STEP: AtomicU32 = AtomicU32::new(0);
-
-/// Breakpoint addresses.
-static BREAKPOINTS: RwLock<Vec<u64>> = RwLock::new(Vec::new());
-/// `BREAKPOINTS.len()`, read without the lock by the hook.
-static BREAKPOINT_COUNT: AtomicU32 = AtomicU32::new(0);
-
-/// Every processor, by number: its Unicorn instance.
-static PROCESSORS: Mutex<BTreeMap<u32, usize>> = Mutex::new(BTreeMap::new());
-
-/// Images mapped so far: name, base, size.
-static MODULES: Mutex<Vec<(String, usize, usize)>> = Mutex::new(Vec::new());
-
-/// The last bug check raised under the debugger, as text (`monitor bugcheck`).
-static LAST_BUGCHECK: Mutex<Option<String>> = Mutex::new(None);
 
 type Machine = GdbStubStateMachine<'static, Stopped, Link>;
 
@@ -132,26 +119,6 @@ pub(super) fn add_processor(id: u32, uc: Uc) {
 /// Forgets processor `id` (closed).
 pub(super) fn remove_processor(id: u32) {
     lock(&PROCESSORS).remove(&id);
-}
-
-/// Notes an image mapped at `base` (`monitor modules` lists them, with the slide a debugger
-/// loads the file at).
-pub fn note_module(name: &str, base: usize, size: usize) {
-    lock(&MODULES).push((name.to_string(), base, size));
-}
-
-/// Images mapped so far: name, base, size.
-pub fn modules() -> Vec<(String, usize, usize)> {
-    lock(&MODULES).clone()
-}
-
-/// The processor that stopped.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Processor {
-    /// Its number, the debugger's thread id.
-    pub id: u32,
-    /// Its Unicorn instance (`uc_engine *`), used only while the guest lock is held.
-    pub uc: usize,
 }
 
 /// Instructions between two looks at the connection for the debugger's interrupt (Ctrl-C)
@@ -380,21 +347,6 @@ fn end(why: &str) {
         .clear();
     BREAKPOINT_COUNT.store(0, Ordering::Relaxed);
     *lock(&SESSION) = Session::None;
-}
-
-/// How far the image at `base` lies from the base its headers prefer (what a debugger's
-/// `--slide` takes).
-pub fn slide(base: usize) -> Option<u64> {
-    let mut dos = [0u8; 0x40];
-    target::read_memory(base as u64, &mut dos).ok()?;
-    let e_lfanew = u32::from_le_bytes(dos.get(0x3C..0x40)?.try_into().ok()?);
-    // PE32+: the optional header's ImageBase sits 24 + 24 bytes after the signature.
-    let at = (base as u64)
-        .checked_add(u64::from(e_lfanew))?
-        .checked_add(24 + 24)?;
-    let mut image_base = [0u8; 8];
-    target::read_memory(at, &mut image_base).ok()?;
-    Some((base as u64).wrapping_sub(u64::from_le_bytes(image_base)))
 }
 
 /// The TCP connection, with the replies gathered and sent whole at each flush.

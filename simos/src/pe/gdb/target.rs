@@ -23,7 +23,9 @@ use gdbstub::target::{Target, TargetError, TargetResult};
 use gdbstub_arch::x86::reg::X86_64CoreRegs;
 use gdbstub_arch::x86::X86_64_SSE;
 
-use super::{Processor, BREAKPOINTS, BREAKPOINT_COUNT, LAST_BUGCHECK, PROCESSORS, STEP};
+use super::state::{
+    modules, Processor, BREAKPOINTS, BREAKPOINT_COUNT, LAST_BUGCHECK, PROCESSORS, STEP,
+};
 use crate::base::lock::lock;
 use crate::pe::unicorn::{self, reg, Uc};
 
@@ -200,7 +202,7 @@ pub(super) fn write_memory(addr: u64, data: &[u8]) -> Result<(), ()> {
     crate::pe::umd::guest::write_bytes(addr, data).map_err(|_| ())?;
     // The processors run host memory mapped in place: a write the emulator did not make (a
     // patch of code that already ran) is seen only by a fresh translation.
-    crate::pe::cpu::code_changed();
+    crate::pe::cpu::code::code_changed();
     Ok(())
 }
 
@@ -208,6 +210,21 @@ pub(super) fn write_memory(addr: u64, data: &[u8]) -> Result<(), ()> {
 const EFAULT: u8 = 14;
 /// ESRCH, the errno of an unknown thread.
 const ESRCH: u8 = 3;
+
+/// How far the image at `base` lies from the base its headers prefer (what a debugger's
+/// `--slide` takes).
+pub fn slide(base: usize) -> Option<u64> {
+    let mut dos = [0u8; 0x40];
+    read_memory(base as u64, &mut dos).ok()?;
+    let e_lfanew = u32::from_le_bytes(dos.get(0x3C..0x40)?.try_into().ok()?);
+    // PE32+: the optional header's ImageBase sits 24 + 24 bytes after the signature.
+    let at = (base as u64)
+        .checked_add(u64::from(e_lfanew))?
+        .checked_add(24 + 24)?;
+    let mut image_base = [0u8; 8];
+    read_memory(at, &mut image_base).ok()?;
+    Some((base as u64).wrapping_sub(u64::from_le_bytes(image_base)))
+}
 
 impl Target for Stopped {
     type Arch = X86_64_SSE;
@@ -370,8 +387,8 @@ impl MonitorCmd for Stopped {
     ) -> Result<(), Self::Error> {
         match cmd.trim_ascii() {
             b"modules" => {
-                for (name, base, size) in super::modules() {
-                    let slide = super::slide(base).unwrap_or(0);
+                for (name, base, size) in modules() {
+                    let slide = slide(base).unwrap_or(0);
                     gdbstub::outputln!(
                         out,
                         "{name} base {base:#x} size {size:#x} slide {slide:#x}"
