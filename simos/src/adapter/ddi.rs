@@ -19,8 +19,9 @@
 //! returned. The rest of the OS->driver FFI lives here too: `DriverEntry` and `DxgkInitialize`'s
 //! entry, the registry path DriverEntry reads, the thread's current machine, the two DDI shapes
 //! the callers do not take (`DxgkDdiGetNodeMetadata` into an entry of the OS's node array,
-//! `DxgkDdiPowerRuntimeControlRequest` with NULL buffers), an interface's dereference, and the
-//! byte-wise handling of [`Plain`] blocks the OS pre-fills, zeroes and reads around a call.
+//! `DxgkDdiPowerRuntimeControlRequest` with NULL buffers), an interface's dereference, the
+//! arrays a block names as a test's driver stand-in reads them ([`blocks`]), and the byte-wise
+//! handling of [`Plain`] blocks the OS pre-fills, zeroes and reads around a call.
 
 use std::cell::Cell;
 use std::sync::Arc;
@@ -452,7 +453,8 @@ impl<F: Prototype> Ddi<F> {
     }
 
     /// Calls the DDI with none of [`call`]'s rules: for the ISR and the DPC, which run under
-    /// their own locks and check the IRQL with their own bug-check codes.
+    /// their own locks and check the IRQL with their own bug-check codes, and for a test's
+    /// stand-in calling the DDI it replaced, inside the OS's call that applied them.
     #[inline(always)]
     pub(crate) fn call_bare(self, args: F::Args<'_>) -> F::Ret {
         // SAFETY: the module's contract, as in `call_unaudited`.
@@ -582,6 +584,64 @@ pub(crate) fn interface_dereference(
         // SAFETY: the driver's own routine from an interface it returned, with the context
         // it returned beside it.
         unsafe { f(context) }
+    }
+}
+
+/// Arrays and buffers the OS's argument blocks point to, as a driver stand-in
+/// ([`crate::testing`]) sees them: by the [`Block`] contract they are alive for the call the
+/// block is borrowed for, so each reader borrows them with the block.
+pub mod blocks {
+    use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
+    use rvgpu_ddi::allocation::{DXGKARG_CREATEALLOCATION, DXGK_ALLOCATIONINFO};
+    use rvgpu_ddi::fence::DXGKARG_UPDATEMONITOREDVALUES;
+    use rvgpu_ddi::HANDLE;
+
+    /// The allocation infos of a `DxgkDdiCreateAllocation` block (`NumAllocations` of them).
+    pub fn allocation_infos(args: &mut DXGKARG_CREATEALLOCATION) -> &mut [DXGK_ALLOCATIONINFO] {
+        if args.pAllocationInfo.is_null() {
+            return &mut [];
+        }
+        // SAFETY: the OS's array of `NumAllocations` infos, writable by the driver.
+        unsafe {
+            std::slice::from_raw_parts_mut(args.pAllocationInfo, args.NumAllocations as usize)
+        }
+    }
+
+    /// The output buffer of a `DxgkDdiQueryAdapterInfo` block as a `T`, when it is non-null,
+    /// at least that large and aligned for it.
+    #[allow(
+        clippy::mut_from_ref,
+        reason = "the output buffer is the OS's memory for the driver's answer, not the block"
+    )]
+    pub fn adapter_info_output<T>(args: &DXGKARG_QUERYADAPTERINFO) -> Option<&mut T> {
+        let p = args.pOutputData.cast::<T>();
+        let fits = (args.OutputDataSize as usize) >= std::mem::size_of::<T>();
+        if p.is_null() || !fits || !p.is_aligned() {
+            return None;
+        }
+        // SAFETY: the OS's output buffer of `OutputDataSize` bytes (checked to hold a `T`),
+        // aligned, which the driver writes its answer to.
+        Some(unsafe { &mut *p })
+    }
+
+    /// The (handle, value) pairs of a `DxgkDdiUpdateMonitoredValues` block.
+    pub fn monitored_values(args: &DXGKARG_UPDATEMONITOREDVALUES) -> Vec<(usize, u64)> {
+        let n = args.NumFences as usize;
+        if n == 0 || args.NativeFenceArray.is_null() || args.UpdatedValueArray.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: the OS's two arrays of `NumFences` entries each.
+        let (handles, values): (&[HANDLE], &[u64]) = unsafe {
+            (
+                std::slice::from_raw_parts(args.NativeFenceArray, n),
+                std::slice::from_raw_parts(args.UpdatedValueArray, n),
+            )
+        };
+        handles
+            .iter()
+            .map(|h| *h as usize)
+            .zip(values.iter().copied())
+            .collect()
     }
 }
 
@@ -756,61 +816,8 @@ pub use self::outcome::*;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rvgpu_ddi::abi::{AbiSlot, SlotVisitor};
-    use rvgpu_ddi::feature::{
-        DXGKARG_QUERYFEATUREINTERFACE, DXGKARG_QUERYFEATURESUPPORT, DXGKDDI_FEATURE_INTERFACE,
-    };
-    use rvgpu_ddi::kmtest::{DXGKARG_BUILDTESTCOMMANDBUFFER, DXGKDDI_KERNELMODETESTINGINTERFACE};
+    use crate::adapter::slot::tests::Numbered;
     use rvgpu_ddi::ntstatus::*;
-
-    /// Where [`Numbered`] puts slot 0; slot `i` is at `BASE + 16 * i`.
-    const BASE: usize = 0x10_0000;
-
-    /// Fills every slot of a table with an address of its own, so an address tells the slot
-    /// it was read from.
-    struct Numbered;
-
-    impl SlotVisitor for Numbered {
-        fn visit<const ID: usize, S: AbiSlot>(&mut self, slot: &mut S) {
-            if S::CALLABLE {
-                // SAFETY: the table is read for its addresses only, never called.
-                *slot = unsafe { S::from_addr(BASE + 16 * ID) };
-            }
-        }
-    }
-
-    /// Every DDI of the table the OS calls (its row has an IRQL rule): the routine `in_table!` pairs with slot
-    /// `X` (`member_routine("X")`) is the routine named `X`, and a slot read through `in_table!`
-    /// carries that routine with the slot's own pointer. The routines are the rule table's,
-    /// so a new DDI needs no entry here.
-    #[test]
-    fn a_ddi_carries_the_routine_of_the_slot_it_was_read_from() {
-        let mut t = DRIVER_INITIALIZATION_DATA::default();
-        t.visit_slots(&mut Numbered);
-        let slots = DRIVER_INITIALIZATION_DATA::SLOT_NAMES;
-        let mut with_slot = 0;
-        for r in Routine::ALL {
-            let name = r.rules().name;
-            if slots.contains(&name) && r.rules().irql.is_some() {
-                assert_eq!(crate::adapter::slot::member_routine(name), *r, "{name}");
-                with_slot += 1;
-            }
-        }
-        assert!(with_slot > 60, "{with_slot} routines with a slot");
-        macro_rules! read_through_in_table {
-            ($($slot:ident),*) => {$(
-                let d = in_table!(t, $slot).expect(stringify!($slot));
-                assert_eq!(slots[(d.address() - BASE) / 16], d.routine().rules().name);
-                assert_eq!(d.routine().rules().name, stringify!($slot));
-            )*};
-        }
-        read_through_in_table!(
-            DxgkDdiAddDevice,
-            DxgkDdiInterruptRoutine,
-            DxgkDdiCreateHwQueue,
-            DxgkDdiCloseAllocation
-        );
-    }
 
     /// DDI-01: a DDI's failure reaches the OS's caller named by the routine of the slot it
     /// was read from, with the status kept; an error that wraps another chains to it through
@@ -819,7 +826,7 @@ mod tests {
     fn ddi_01_a_failed_ddi_is_named_keeps_its_status_and_chains_its_source() {
         use std::error::Error;
         let mut t = DRIVER_INITIALIZATION_DATA::default();
-        t.visit_slots(&mut Numbered);
+        t.visit_slots(&mut Numbered::default());
         let start = in_table!(t, DxgkDdiStartDevice).expect("set");
         assert_eq!(check_status(start, 0), Ok(()));
         let e = check_status(start, STATUS_DEVICE_HARDWARE_ERROR).expect_err("a failure");
@@ -879,14 +886,10 @@ mod tests {
         assert_eq!(nested.status(), None, "the status is the inner error's");
     }
 
-    /// The simulated OS's files outside `pe/` that may hold `unsafe`: the FFI to the driver in
-    /// each direction, the test stand-ins' slot entries and the hardware mapping.
-    const UNSAFE_FILES: &[&str] = &[
-        "adapter/ddi.rs",
-        "dxgkrnl/callbacks/ffi.rs",
-        "testing/ffi.rs",
-        "hal/pci.rs",
-    ];
+    /// The simulated OS's files outside `pe/` that hold `unsafe`: the FFI to the driver in
+    /// each direction (the test stand-ins are driver code, so theirs too) and the mapping of
+    /// a real board's BARs. Sorted.
+    const UNSAFE_FILES: &[&str] = &["adapter/ddi.rs", "dxgkrnl/callbacks/ffi.rs", "hal/pci.rs"];
 
     /// Whether a line of Rust holds the keyword `unsafe` outside a `//` comment.
     fn has_unsafe(line: &str) -> bool {
@@ -943,45 +946,9 @@ mod tests {
             joined.is_empty(),
             "files with unsafe outside the list: {joined:?}"
         );
-        assert!(found.len() > 1, "{found:?}");
-    }
-
-    unsafe extern "system" fn support(_: HANDLE, _: *mut DXGKARG_QUERYFEATURESUPPORT) -> NTSTATUS {
-        0
-    }
-    unsafe extern "system" fn interface(
-        _: HANDLE,
-        _: *mut DXGKARG_QUERYFEATUREINTERFACE,
-    ) -> NTSTATUS {
-        0
-    }
-    unsafe extern "system" fn build(_: HANDLE, _: *mut DXGKARG_BUILDTESTCOMMANDBUFFER) -> NTSTATUS {
-        0
-    }
-
-    /// The DDIs the driver hands out in interfaces carry the routine of their catalog row.
-    #[test]
-    fn an_interface_ddi_carries_the_routine_of_its_member() {
-        let feature = DXGKDDI_FEATURE_INTERFACE {
-            QueryFeatureSupport: Some(support),
-            QueryFeatureInterface: Some(interface),
-            Size: 0,
-            Version: 0,
-            Context: std::ptr::null_mut(),
-            InterfaceReference: None,
-            InterfaceDereference: None,
-        };
-        let d = in_table!(feature, QueryFeatureSupport).expect("set");
-        assert_eq!(d.routine(), Routine::DxgkDdiQueryFeatureSupport);
-        assert_eq!(d.address(), support as *const () as usize);
-        let d = in_table!(feature, QueryFeatureInterface).expect("set");
-        assert_eq!(d.routine(), Routine::DxgkDdiQueryFeatureInterface);
-        assert_eq!(d.address(), interface as *const () as usize);
-        let testing = DXGKDDI_KERNELMODETESTINGINTERFACE {
-            pfnBuildTestCommandBuffer: Some(build),
-        };
-        let d = in_table!(testing, pfnBuildTestCommandBuffer).expect("set");
-        assert_eq!(d.routine(), Routine::DxgkDdiBuildTestCommandBuffer);
-        assert_eq!(d.address(), build as *const () as usize);
+        assert_eq!(
+            found, UNSAFE_FILES,
+            "a listed file without unsafe leaves the list"
+        );
     }
 }

@@ -114,7 +114,122 @@ pub type SlotFn<P> = <P as SlotType>::F;
 pub type Of<P> = Ddi<<P as SlotType>::F>;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use rvgpu_ddi::abi::{AbiSlot, Callee, SlotVisitor};
+    use rvgpu_ddi::basic::HANDLE;
+    use rvgpu_ddi::feature::{
+        DXGKARG_QUERYFEATUREINTERFACE, DXGKARG_QUERYFEATURESUPPORT, DXGKDDI_FEATURE_INTERFACE,
+    };
+    use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
+    use rvgpu_ddi::kmtest::{DXGKARG_BUILDTESTCOMMANDBUFFER, DXGKDDI_KERNELMODETESTINGINTERFACE};
+    use rvgpu_ddi::NTSTATUS;
+
+    use crate::adapter::irql::Routine;
+
+    /// What the functions [`Numbered`] puts in the slots would run; they are never called.
+    struct NeverCalled;
+
+    impl Callee for NeverCalled {
+        fn call(id: usize, _: &[u64]) -> u64 {
+            panic!("slot {id} of a table filled for its addresses was called")
+        }
+    }
+
+    /// Fills every slot of a table with a function of its own and keeps which slot each one
+    /// went to, so an address tells the slot it was read from.
+    #[derive(Default)]
+    pub(crate) struct Numbered(Vec<(usize, usize)>);
+
+    impl Numbered {
+        /// The slot number `address` was put in.
+        fn slot_of(&self, address: usize) -> Option<usize> {
+            self.0
+                .iter()
+                .find(|(a, _)| *a == address)
+                .map(|(_, id)| *id)
+        }
+    }
+
+    impl SlotVisitor for Numbered {
+        fn visit<const ID: usize, S: AbiSlot>(&mut self, slot: &mut S) {
+            if S::CALLABLE {
+                *slot = S::forwarder::<NeverCalled, ID>();
+                self.0.push((slot.addr(), ID));
+            }
+        }
+    }
+
+    /// Every DDI of the table the OS calls (its row has an IRQL rule): the routine `in_table!`
+    /// pairs with slot `X` (`member_routine("X")`) is the routine named `X`, and a slot read
+    /// through `in_table!` carries that routine with the slot's own pointer. The routines are
+    /// the rule table's, so a new DDI needs no entry here.
+    #[test]
+    fn a_ddi_carries_the_routine_of_the_slot_it_was_read_from() {
+        let mut t = DRIVER_INITIALIZATION_DATA::default();
+        let mut numbered = Numbered::default();
+        t.visit_slots(&mut numbered);
+        let slots = DRIVER_INITIALIZATION_DATA::SLOT_NAMES;
+        let mut with_slot = 0;
+        for r in Routine::ALL {
+            let name = r.rules().name;
+            if slots.contains(&name) && r.rules().irql.is_some() {
+                assert_eq!(super::member_routine(name), *r, "{name}");
+                with_slot += 1;
+            }
+        }
+        assert!(with_slot > 60, "{with_slot} routines with a slot");
+        macro_rules! read_through_in_table {
+            ($($slot:ident),*) => {$(
+                let d = in_table!(t, $slot).expect(stringify!($slot));
+                let id = numbered.slot_of(d.address()).expect("an address of the table");
+                assert_eq!(slots[id], d.routine().rules().name);
+                assert_eq!(d.routine().rules().name, stringify!($slot));
+            )*};
+        }
+        read_through_in_table!(
+            DxgkDdiAddDevice,
+            DxgkDdiInterruptRoutine,
+            DxgkDdiCreateHwQueue,
+            DxgkDdiCloseAllocation
+        );
+    }
+
+    extern "system" fn support(_: HANDLE, _: *mut DXGKARG_QUERYFEATURESUPPORT) -> NTSTATUS {
+        0
+    }
+    extern "system" fn interface(_: HANDLE, _: *mut DXGKARG_QUERYFEATUREINTERFACE) -> NTSTATUS {
+        0
+    }
+    extern "system" fn build(_: HANDLE, _: *mut DXGKARG_BUILDTESTCOMMANDBUFFER) -> NTSTATUS {
+        0
+    }
+
+    /// The DDIs the driver hands out in interfaces carry the routine of their catalog row.
+    #[test]
+    fn an_interface_ddi_carries_the_routine_of_its_member() {
+        let feature = DXGKDDI_FEATURE_INTERFACE {
+            QueryFeatureSupport: Some(support),
+            QueryFeatureInterface: Some(interface),
+            Size: 0,
+            Version: 0,
+            Context: std::ptr::null_mut(),
+            InterfaceReference: None,
+            InterfaceDereference: None,
+        };
+        let d = in_table!(feature, QueryFeatureSupport).expect("set");
+        assert_eq!(d.routine(), Routine::DxgkDdiQueryFeatureSupport);
+        assert_eq!(d.address(), support as *const () as usize);
+        let d = in_table!(feature, QueryFeatureInterface).expect("set");
+        assert_eq!(d.routine(), Routine::DxgkDdiQueryFeatureInterface);
+        assert_eq!(d.address(), interface as *const () as usize);
+        let testing = DXGKDDI_KERNELMODETESTINGINTERFACE {
+            pfnBuildTestCommandBuffer: Some(build),
+        };
+        let d = in_table!(testing, pfnBuildTestCommandBuffer).expect("set");
+        assert_eq!(d.routine(), Routine::DxgkDdiBuildTestCommandBuffer);
+        assert_eq!(d.address(), build as *const () as usize);
+    }
+
     /// Only [`in_table!`] pairs a pointer with a routine: no other code of the crate calls
     /// the constructor it uses, so no call site can pair one DDI's pointer with another's rule.
     #[test]

@@ -9,14 +9,14 @@ use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, PDXGKDDI_CREATEALLOCATION};
 use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 use rvgpu_ddi::NTSTATUS;
 
-use crate::adapter::ddi::SlotType;
+use crate::adapter::ddi::{in_table, SlotType};
 use crate::testing::ffi::{self, HandleMutStandIn, Saved};
 
 static REAL: Saved<<PDXGKDDI_CREATEALLOCATION as SlotType>::F> = Saved::new();
 
 /// Table hook.
 pub fn install_no_aperture_for_cpu_visible(t: &mut DRIVER_INITIALIZATION_DATA) {
-    REAL.save(t.DxgkDdiCreateAllocation);
+    REAL.save(in_table!(t, DxgkDdiCreateAllocation));
     t.DxgkDdiCreateAllocation = Some(ffi::handle_mut::<Create>);
 }
 

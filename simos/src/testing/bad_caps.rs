@@ -10,14 +10,14 @@ use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, PDXGKDDI_QUERYADAPTERINFO};
 use rvgpu_ddi::ntstatus::STATUS_NOT_IMPLEMENTED;
 use rvgpu_ddi::NTSTATUS;
 
-use crate::adapter::ddi::SlotType;
+use crate::adapter::ddi::{in_table, SlotType};
 use crate::testing::ffi::{self, HandleRefStandIn, Saved};
 
 static REAL: Saved<<PDXGKDDI_QUERYADAPTERINFO as SlotType>::F> = Saved::new();
 
 /// Table hook.
 pub fn install_bad_native_fence_caps(t: &mut DRIVER_INITIALIZATION_DATA) {
-    REAL.save(t.DxgkDdiQueryAdapterInfo);
+    REAL.save(in_table!(t, DxgkDdiQueryAdapterInfo));
     t.DxgkDdiQueryAdapterInfo = Some(ffi::handle_ref::<Query>);
 }
 

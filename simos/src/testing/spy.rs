@@ -15,7 +15,7 @@ use rvgpu_ddi::submission::{DXGKARG_SUSPENDCONTEXT, PDXGKDDI_SUSPENDCONTEXT};
 use rvgpu_ddi::{HANDLE, NTSTATUS};
 use rvgpu_kmd::platform::Irql;
 
-use crate::adapter::ddi::SlotType;
+use crate::adapter::ddi::{in_table, SlotType};
 use crate::base::lock::lock;
 use crate::testing::ffi::{self, HandleRefStandIn, RefStandIn, Saved};
 
@@ -38,7 +38,7 @@ static ACTIONS: Mutex<Option<HashMap<u64, Action>>> = Mutex::new(None);
 
 /// Table hook: puts the spy in front of the real DDI.
 pub fn install_update_monitored_spy(t: &mut DRIVER_INITIALIZATION_DATA) {
-    REAL.save(t.DxgkDdiUpdateMonitoredValues);
+    REAL.save(in_table!(t, DxgkDdiUpdateMonitoredValues));
     t.DxgkDdiUpdateMonitoredValues = Some(ffi::block_ref::<UpdateMonitoredSpy>);
 }
 
@@ -92,7 +92,7 @@ static SUSPEND_ACTIONS: Mutex<Option<HashMap<u64, Action>>> = Mutex::new(None);
 /// Table hook: puts a spy in front of `DxgkDdiSuspendContext` that runs the action
 /// [`on_next_suspend`] left for the machine, then the real DDI.
 pub fn install_suspend_context_spy(t: &mut DRIVER_INITIALIZATION_DATA) {
-    REAL_SUSPEND.save(t.DxgkDdiSuspendContext);
+    REAL_SUSPEND.save(in_table!(t, DxgkDdiSuspendContext));
     t.DxgkDdiSuspendContext = Some(ffi::handle_ref::<SuspendContextSpy>);
 }
 

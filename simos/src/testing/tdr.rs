@@ -11,7 +11,7 @@ use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::tdr::{DXGKARG_PREEMPTCOMMAND, DXGKARG_RESETENGINE, PDXGKDDI_RESETENGINE};
 
-use crate::adapter::ddi::SlotType;
+use crate::adapter::ddi::{in_table, SlotType};
 use crate::testing::ffi::{self, Callbacks, HandleMutStandIn, HandleRefStandIn, Saved};
 
 /// How the wrapped `DxgkDdiResetEngine` misreports `LastAbortedFenceId`.
@@ -47,7 +47,7 @@ impl HandleMutStandIn for MisreportingResetEngine {
 /// Replaces `DxgkDdiResetEngine` with a wrapper that misreports `LastAbortedFenceId`.
 pub fn misreport_aborted(t: &mut DRIVER_INITIALIZATION_DATA, how: Misreport) {
     if t.DxgkDdiResetEngine.is_some() {
-        REAL.save(t.DxgkDdiResetEngine);
+        REAL.save(in_table!(t, DxgkDdiResetEngine));
     }
     DELTA.store(
         match how {
@@ -109,7 +109,7 @@ fn lingering_resume(ctx: HANDLE, args: &mut DXGKARG_RESUMEHWENGINE) -> NTSTATUS 
 pub fn linger_after_resume(t: &mut DRIVER_INITIALIZATION_DATA, ms: u64, step: bool) {
     RESUME_STEPS.store(step, Ordering::Release);
     if t.DxgkDdiResumeHwEngine.is_some() {
-        REAL_RESUME.save(t.DxgkDdiResumeHwEngine);
+        REAL_RESUME.save(in_table!(t, DxgkDdiResumeHwEngine));
     }
     RESUME_LINGER_MS.store(ms, Ordering::Release);
     t.DxgkDdiResumeHwEngine = Some(ffi::handle_mut::<LingeringResume>);

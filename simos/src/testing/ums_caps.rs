@@ -12,7 +12,7 @@ use rvgpu_ddi::submission::{
 };
 use rvgpu_ddi::NTSTATUS;
 
-use crate::adapter::ddi::SlotType;
+use crate::adapter::ddi::{in_table, SlotType};
 use crate::testing::ffi::{self, HandleIndexMutStandIn, HandleRefStandIn, Saved};
 
 static REAL_MD: Saved<<PDXGKDDI_GETNODEMETADATA as SlotType>::F> = Saved::new();
@@ -20,13 +20,13 @@ static REAL_QAI: Saved<<PDXGKDDI_QUERYADAPTERINFO as SlotType>::F> = Saved::new(
 
 /// Table hook: node 1 reports no user-mode submission.
 pub fn install_node1_without_ums(t: &mut DRIVER_INITIALIZATION_DATA) {
-    REAL_MD.save(t.DxgkDdiGetNodeMetadata);
+    REAL_MD.save(in_table!(t, DxgkDdiGetNodeMetadata));
     t.DxgkDdiGetNodeMetadata = Some(ffi::handle_index_mut::<Metadata>);
 }
 
 /// Table hook: `DXGKQAITYPE_USERMODESUBMISSION_CAPS` fails.
 pub fn install_failing_ums_caps(t: &mut DRIVER_INITIALIZATION_DATA) {
-    REAL_QAI.save(t.DxgkDdiQueryAdapterInfo);
+    REAL_QAI.save(in_table!(t, DxgkDdiQueryAdapterInfo));
     t.DxgkDdiQueryAdapterInfo = Some(ffi::handle_ref::<Query>);
 }
 

@@ -1,8 +1,9 @@
 //! The driver->OS side of the FFI, in one place: every routine the driver calls in the
 //! simulated OS (the `DXGKRNL_INTERFACE` callbacks, the feature interface, the `Platform` the
 //! KMD's Linux build links against), every routine the driver hands the OS to run (a
-//! synchronized routine, a timer routine, an ETW enable callback), and the generic entry points
-//! of the stand-ins tests put in DDI slots ([`crate::testing`]).
+//! synchronized routine, a timer routine, an ETW enable callback), and, for the stand-ins tests
+//! put in DDI slots ([`crate::testing`]), their generic entry points, their callback calls and
+//! their calls of the driver's own ISR and DPC ([`stand_in`]).
 //!
 //! Raw pointers cross here only. Each entry point turns the driver's pointers into references,
 //! copies or write-once [`Out`] places exactly once, then calls a safe handler in the sibling
@@ -687,6 +688,261 @@ pub unsafe extern "system" fn sim_dxgk_initialize(
     // table from DriverEntry's stack.
     let table = unsafe { init_data.as_ref() }.copied();
     crate::adapter::load::dxgk_initialize(!driver_object.is_null(), !registry_path.is_null(), table)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stand-ins tests put in the driver's DDI slots ([`crate::testing`]): driver code as far
+// as the OS can tell, so their entries and their calls into the OS cross this FFI as the
+// driver's do. The stand-ins themselves are safe code on the references made here.
+
+/// The generic slot entries of the stand-ins and the callback table a stand-in calls.
+pub mod stand_in {
+    use rvgpu_ddi::basic::*;
+    use rvgpu_ddi::dxgkrnl::*;
+    use rvgpu_ddi::interrupt::{
+        DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED,
+    };
+    use rvgpu_ddi::ntstatus::*;
+
+    use crate::base::lock::lock;
+
+    /// A `DxgkDdiInterruptRoutine`.
+    pub type IsrFn = unsafe extern "system" fn(PVOID, ULONG) -> BOOLEAN;
+
+    /// The `MiniportDeviceContext` the OS passed a stand-in ISR (made only by [`isr`]).
+    pub struct DeviceContext(PVOID);
+
+    impl DeviceContext {
+        /// The context's value (to find the adapter by).
+        pub fn raw(&self) -> PVOID {
+            self.0
+        }
+
+        /// Runs the driver's own ISR with it ([`driver_isr`]).
+        pub fn driver_isr(&self, message_number: ULONG) -> BOOLEAN {
+            // SAFETY: the context and message number the OS passed the stand-in ISR.
+            unsafe { driver_isr(self.0, message_number) }
+        }
+    }
+
+    /// A stand-in `DxgkDdiInterruptRoutine`, as safe code; [`isr`] is what goes in the slot.
+    pub trait IsrStandIn: 'static {
+        /// The ISR's work.
+        fn run(ctx: &DeviceContext, message_number: ULONG) -> BOOLEAN;
+    }
+
+    /// The slot entry of stand-in ISR `S`.
+    ///
+    /// # Safety
+    /// Called by the OS as `DxgkDdiInterruptRoutine`, with its own arguments.
+    pub unsafe extern "system" fn isr<S: IsrStandIn>(ctx: PVOID, message_number: ULONG) -> BOOLEAN {
+        S::run(&DeviceContext(ctx), message_number)
+    }
+
+    /// Stand-in traits and their slot entries, one per DDI prototype shape: the entry takes
+    /// the OS's raw arguments, makes the block pointer a reference (a NULL block is
+    /// `STATUS_INVALID_PARAMETER`; the OS never passes one) and runs the stand-in.
+    macro_rules! shape {
+        ($(#[$m:meta])* $tr:ident, $entry:ident, ($($a:ident: $t:ty),*), $p:ident: $ptr:ty, $as:ident, $r:ty) => {
+            $(#[$m])*
+            pub trait $tr: 'static {
+                /// The argument block.
+                type Block;
+                /// The DDI's work on the OS's arguments.
+                fn run($($a: $t,)* $p: $r) -> NTSTATUS;
+            }
+
+            #[doc = concat!("The slot entry of a [`", stringify!($tr), "`].")]
+            ///
+            /// # Safety
+            /// Called by the OS as the DDI, with its own arguments: the block pointer is null
+            /// or the OS's block for the call, not otherwise referenced during it.
+            pub unsafe extern "system" fn $entry<S: $tr>($($a: $t,)* $p: $ptr) -> NTSTATUS {
+                // SAFETY: the function's contract.
+                match unsafe { $p.$as() } {
+                    Some(args) => S::run($($a,)* args),
+                    None => STATUS_INVALID_PARAMETER,
+                }
+            }
+        };
+    }
+
+    shape!(
+        /// A stand-in for a `(HANDLE, *mut Block) -> NTSTATUS` DDI.
+        HandleMutStandIn, handle_mut, (handle: HANDLE), args: *mut S::Block, as_mut, &mut Self::Block
+    );
+    shape!(
+        /// A stand-in for a `(HANDLE, *const Block) -> NTSTATUS` DDI.
+        HandleRefStandIn, handle_ref, (handle: HANDLE), args: *const S::Block, as_ref, &Self::Block
+    );
+    shape!(
+        /// A stand-in for a `(*const Block) -> NTSTATUS` DDI.
+        RefStandIn, block_ref, (), args: *const S::Block, as_ref, &Self::Block
+    );
+    shape!(
+        /// A stand-in for a `(HANDLE, UINT, *mut Block) -> NTSTATUS` DDI.
+        HandleIndexMutStandIn, handle_index_mut, (handle: HANDLE, index: UINT),
+        args: *mut S::Block, as_mut, &mut Self::Block
+    );
+
+    /// Runs the driver's own ISR, as recorded before a test's stand-in replaced it in its slot.
+    /// A stand-in ISR calls it first so the device is still serviced: the GPU interrupts from
+    /// adapter start on (VidMm pages the paging process's tables in through the GPU), long before
+    /// the step a test is about. Returns whether the driver claimed it.
+    ///
+    /// # Safety
+    /// Called from a `DxgkDdiInterruptRoutine` stand-in with the arguments the OS passed it.
+    pub unsafe fn driver_isr(ctx: PVOID, message_number: ULONG) -> BOOLEAN {
+        match crate::adapter::load::DRIVER_ISR.get() {
+            // SAFETY: the driver's ISR with the OS's own arguments, at the IRQL the OS called us.
+            Some(f) => unsafe { f(ctx, message_number) },
+            None => 0,
+        }
+    }
+
+    /// Runs the driver's own DPC routine, recorded as for [`driver_isr`].
+    ///
+    /// # Safety
+    /// Called from a `DxgkDdiDpcRoutine` stand-in with the argument the OS passed it.
+    pub unsafe fn driver_dpc(ctx: PVOID) {
+        if let Some(f) = crate::adapter::load::DRIVER_DPC.get() {
+            // SAFETY: the driver's DPC with the OS's own argument, at DISPATCH_LEVEL.
+            unsafe { f(ctx) }
+        }
+    }
+
+    /// The callback table the OS gave an adapter, as a driver stand-in calls it: only the
+    /// simulation's own tables are made into one, and each call passes the table's own
+    /// handle and blocks alive for the call.
+    pub struct Callbacks(DXGKRNL_INTERFACE);
+
+    impl Callbacks {
+        /// The table of the adapter whose `MiniportDeviceContext` is `ctx`.
+        pub fn for_context(ctx: PVOID) -> Option<Self> {
+            crate::adapter::AdapterShared::from_context(ctx)
+                .and_then(|a| lock(&a.interface).map(|t| Callbacks(t.0)))
+        }
+
+        /// `DxgkCbNotifyInterrupt` with `data`. A native-fence report goes with the handles it
+        /// lists (`fences`, its array and count); other reports name no memory and `fences` is
+        /// not looked at.
+        pub fn notify_interrupt(
+            &self,
+            data: &DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+            fences: &mut [HANDLE],
+        ) {
+            let Some(notify) = self.0.DxgkCbNotifyInterrupt else {
+                return;
+            };
+            let mut data = *data;
+            if data.InterruptType == DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED {
+                let mut d = data.Anonymous.native_fence_signaled();
+                d.SignaledNativeFenceCount = u32::try_from(fences.len()).unwrap_or(u32::MAX);
+                d.pSignaledNativeFenceArray = if fences.is_empty() {
+                    std::ptr::null_mut()
+                } else {
+                    fences.as_mut_ptr()
+                };
+                data.Anonymous.NativeFenceSignaled = d;
+            }
+            // SAFETY: the table's own callback and handle; the report's only pointer is
+            // `fences`, alive for the call.
+            unsafe { notify(self.0.DeviceHandle, &data) }
+        }
+
+        /// `DxgkCbQueueDpc`.
+        pub fn queue_dpc(&self) -> BOOLEAN {
+            // SAFETY: the table's own callback and handle.
+            self.0
+                .DxgkCbQueueDpc
+                .map_or(0, |f| unsafe { f(self.0.DeviceHandle) })
+        }
+
+        /// `DxgkCbGetDeviceInformation` into a fresh structure.
+        pub fn get_device_information(&self) -> NTSTATUS {
+            let mut info = rvgpu_ddi::adapter::DXGK_DEVICE_INFO::default();
+            // SAFETY: the table's own callback and handle, a valid out-structure.
+            self.0
+                .DxgkCbGetDeviceInformation
+                .map_or(STATUS_NOT_IMPLEMENTED, |f| unsafe {
+                    f(self.0.DeviceHandle, &mut info)
+                })
+        }
+
+        /// `DxgkCbSynchronizeExecution` running `routine` under the interrupt lock; the status
+        /// and the routine's answer.
+        pub fn synchronize(&self, routine: &mut dyn FnMut() -> BOOLEAN) -> (NTSTATUS, BOOLEAN) {
+            unsafe extern "system" fn trampoline(ctx: PVOID) -> BOOLEAN {
+                // SAFETY: `ctx` is the `&mut dyn FnMut` below, alive for the synchronous call.
+                let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut() -> BOOLEAN>() };
+                f()
+            }
+            let Some(sync) = self.0.DxgkCbSynchronizeExecution else {
+                return (STATUS_NOT_IMPLEMENTED, 0);
+            };
+            let mut routine = routine;
+            let mut ret: BOOLEAN = 0;
+            // SAFETY: the table's own callback and handle; the routine's context is
+            // `routine`, alive for the synchronous call.
+            let status = unsafe {
+                sync(
+                    self.0.DeviceHandle,
+                    Some(trampoline),
+                    std::ptr::from_mut(&mut routine).cast(),
+                    0,
+                    &mut ret,
+                )
+            };
+            (status, ret)
+        }
+    }
+
+    /// Calls `DxgkCbAllocateContiguousMemory` as a driver would; returns (status, handle,
+    /// memory).
+    ///
+    /// # Safety
+    /// `iface` must be a table the simulation handed out.
+    pub unsafe fn allocate_contiguous(
+        iface: &DXGKRNL_INTERFACE,
+        bytes: usize,
+    ) -> (NTSTATUS, HANDLE, PVOID) {
+        let null = std::ptr::null_mut();
+        let Some(f) = iface.DxgkCbAllocateContiguousMemory else {
+            return (STATUS_NOT_IMPLEMENTED, null, null);
+        };
+        let mut args = DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
+            NumberOfBytes: bytes,
+            LowestAcceptableAddress: LARGE_INTEGER::from_i64(0),
+            HighestAcceptableAddress: LARGE_INTEGER::from_i64(-1),
+            BoundaryAddressMultiple: LARGE_INTEGER::from_i64(0),
+            CacheType: MmCached,
+            hMemoryHandle: null,
+            pMemory: null,
+        };
+        // SAFETY: the caller's table: the OS's callback with its handle; a valid block.
+        let s = unsafe { f(iface.DeviceHandle, &mut args) };
+        (s, args.hMemoryHandle, args.pMemory)
+    }
+
+    /// Calls `DxgkCbFreeContiguousMemory` as a driver would (`memory` is not passed: the
+    /// callback takes the handle only).
+    ///
+    /// # Safety
+    /// `iface` must be a table the simulation handed out.
+    pub unsafe fn free_contiguous(
+        iface: &DXGKRNL_INTERFACE,
+        handle: HANDLE,
+        _memory: PVOID,
+    ) -> NTSTATUS {
+        let Some(f) = iface.DxgkCbFreeContiguousMemory else {
+            return STATUS_NOT_IMPLEMENTED;
+        };
+        let args = DXGKARGCB_FREECONTIGUOUSMEMORY {
+            hMemoryHandle: handle,
+        };
+        // SAFETY: the caller's table: the OS's callback with its handle; a valid block.
+        unsafe { f(iface.DeviceHandle, &args) }
+    }
 }
 
 #[cfg(test)]
