@@ -3,7 +3,7 @@
 //! (the thunk and the `fill` that puts it in the table), and the simulated OS's code that calls
 //! it. Every list of DDIs is derived from the catalog: the rule table's routines
 //! (`simos/src/adapter/rules.rs`), the table of thunks (`driver/kmd/src/thunk/mod.rs`), the
-//! groups a capability obliges (`driver/kmd/src/thunk/table.rs`) and the robustness cases'
+//! groups a capability obliges (`driver/kmd/src/ddi_groups.rs`) and the robustness cases'
 //! coverage (`tests/ddi_robustness.rs`). CONTRIBUTING.md's "Adding a DDI" follows from this.
 
 use super::{none_bad, read, root, source_files};
@@ -65,7 +65,7 @@ fn a_ddi_is_named_by_its_catalog_row_its_thunk_file_and_its_callers_only() {
     }
     for list in [
         "simos/src/adapter/rules.rs",
-        "driver/kmd/src/thunk/table.rs",
+        "driver/kmd/src/ddi_groups.rs",
     ] {
         for (n, line) in read(list).lines().enumerate() {
             if line == "#[cfg(test)]" {

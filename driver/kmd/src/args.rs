@@ -2,8 +2,9 @@
 //! DxgkDdiQueryAdapterInfo request.
 //!
 //! Each union accessor says once which arm is live and why reading it is defined; the rest of
-//! the driver takes plain values. (Arrays and buffers the OS passes by pointer become slices in
-//! the DDI thunks, `crate::thunk`.)
+//! the driver takes plain values. Arrays and buffers the OS passes by pointer become slices and
+//! views through one call's [`Call`], which the thunks make and the logic may take: it sits here,
+//! below both, so that neither reaches up into the other.
 //!
 //! A QueryAdapterInfo request as the answering logic (`caps`, `gpummu`, `power`) sees it
 //! ([`Request`]): its type and its input and output buffers, resolved once from Dxgkrnl's
@@ -12,11 +13,15 @@
 //! `STATUS_INVALID_PARAMETER`: `BUFFER_TOO_SMALL` is outside the status allow-list of
 //! Dxgkrnl's QueryAdapterInfo wrapper (docs/windows-bringup.md BR-23).
 
+use crate::mdl::MdlPages;
 use crate::status::{self, Status};
+use core::ffi::c_void;
+use core::marker::PhantomData;
 use core::mem::size_of;
 use rvgpu_ddi::adapter::{
     DXGKARG_QUERYADAPTERINFO, DXGK_QUERYADAPTERINFOTYPE, DXGK_QUERYPHYSICALADAPTERCAPSIN,
 };
+use rvgpu_ddi::mdl::{MDL, MDL_PFN_ARRAY_OFFSET, PFN_NUMBER, PMDL};
 use rvgpu_ddi::memory::DXGK_QUERYSEGMENTOUT4;
 use rvgpu_ddi::memory::{DXGK_QUERYPAGETABLELEVELDESCIN, DXGK_QUERYSEGMENTIN4};
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGK_CREATEDEVICEFLAGS};
@@ -414,4 +419,185 @@ pub(crate) fn write_bytes<T: Copy>(dst: &mut [u8], value: &T, len: usize) -> Res
         core::ptr::copy_nonoverlapping((value as *const T).cast::<u8>(), dst.as_mut_ptr(), len)
     };
     Ok(())
+}
+
+/// One DDI call's pointers under Dxgkrnl's contract (`crate::thunk::contract`), for the call's duration `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct Call<'a>(PhantomData<&'a ()>);
+
+impl<'a> Call<'a> {
+    /// The contract of the call the caller is in.
+    ///
+    /// # Safety
+    /// The caller is a DDI thunk, `'a` ends before its call returns, and every pointer it
+    /// passes to the methods is one Dxgkrnl passed to this call or one that the call's argument
+    /// blocks name, resolved at most once while a `&mut` made from it lives.
+    pub(crate) unsafe fn new() -> Self {
+        Self(PhantomData)
+    }
+
+    /// A call for the unit tests, whose pointers are to their own live memory of the sizes
+    /// they state.
+    #[cfg(test)]
+    pub(crate) fn for_test() -> Call<'static> {
+        Call(PhantomData)
+    }
+
+    /// A read-only argument block, or `None` for null.
+    pub(crate) fn args<T>(self, args: *const T) -> Option<&'a T> {
+        // SAFETY: null, or valid and aligned for the call (`Call::new`).
+        unsafe { args.as_ref() }
+    }
+
+    /// A writable argument block or out pointer, or `None` for null.
+    pub(crate) fn args_mut<T>(self, args: *mut T) -> Option<&'a mut T> {
+        // SAFETY: null, or valid, aligned and the driver's alone for the call (`Call::new`).
+        unsafe { args.as_mut() }
+    }
+
+    /// An OS-provided buffer of `len` bytes (a DDI's in/out private driver data, an output
+    /// buffer) as a slice: `Some(&mut [])` when `len` is 0, `None` when the pointer is null
+    /// with a non-zero length.
+    pub(crate) fn buffer(self, p: *mut c_void, len: impl TryInto<usize>) -> Option<&'a mut [u8]> {
+        let len: usize = len.try_into().ok()?;
+        if len == 0 {
+            return Some(&mut []);
+        }
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: non-null, so `len` bytes the driver's alone for the call (`Call::new`).
+        Some(unsafe { core::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
+    }
+
+    /// A private-data buffer of the call as read-only bytes (`None`: null or empty).
+    pub(crate) fn read_only(self, p: *mut c_void, len: u32) -> Option<&'a [u8]> {
+        if len == 0 {
+            return None;
+        }
+        self.buffer(p, len).map(|b| &*b)
+    }
+
+    /// A read-only OS array of `n` `T`s as a slice (`None` for a null array, more than `max`
+    /// elements, or none).
+    #[inline]
+    pub(crate) fn slice<T>(self, p: *const T, n: u32, max: u32) -> Option<&'a [T]> {
+        if p.is_null() || n == 0 || n > max {
+            return None;
+        }
+        let n = usize::try_from(n).ok()?;
+        // SAFETY: non-null, so `n` readable elements for the call (`Call::new`).
+        Some(unsafe { core::slice::from_raw_parts(p, n) })
+    }
+
+    /// Reads the MDL at `mdl`, which the OS built for this call (its header and the `Size`
+    /// bytes it declares, header included, readable and unchanged during the call; nothing
+    /// else about its contents is assumed).
+    pub(crate) fn mdl_pages(self, mdl: PMDL) -> Result<MdlPages<'a>, Status> {
+        if mdl.is_null() || !(mdl as usize).is_multiple_of(core::mem::align_of::<MDL>()) {
+            return Err(status::INVALID_PARAMETER);
+        }
+        // SAFETY: non-null and aligned (checked); the header is readable (`Call::new`). MDL
+        // is plain data, every bit pattern valid.
+        let header = unsafe { core::ptr::read(mdl) };
+        // `Size` is the byte length of header + array (wdm.h); read as unsigned so a value
+        // with the top bit set is a large size that the span check still bounds.
+        let size = usize::from(u16::from_ne_bytes(header.Size.to_ne_bytes()));
+        let entries = size
+            .checked_sub(MDL_PFN_ARRAY_OFFSET)
+            .and_then(|b| b.checked_div(core::mem::size_of::<PFN_NUMBER>()))
+            .ok_or(status::INVALID_PARAMETER)?;
+        // `MmGetMdlPfnArray` is the address just past the header (inside or one past the
+        // `Size` bytes, which include the header); the array is 8-aligned because the header
+        // is 8-aligned and 48 bytes long.
+        let array = mdl
+            .cast::<u8>()
+            .wrapping_add(MDL_PFN_ARRAY_OFFSET)
+            .cast::<PFN_NUMBER>();
+        // SAFETY: `entries` whole, aligned PFN_NUMBERs at `array` fit in the `Size` bytes
+        // readable for the call, unchanged during it.
+        let pfns = unsafe { core::slice::from_raw_parts(array, entries) };
+        MdlPages::new(pfns, header.ByteOffset, header.ByteCount)
+    }
+
+    /// The OS's writable buffer of `words` 64-bit words at `p` (a DMA buffer handed in for
+    /// the driver to fill during the call), or `None` for null or unaligned.
+    pub(crate) fn words_mut(self, p: *mut c_void, words: usize) -> Option<&'a mut [u64]> {
+        if p.is_null() || !(p as usize).is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: non-null and 8-aligned (checked); `words` words the driver's alone for the
+        // call (`Call::new`: the caller passes no more than the OS handed in).
+        Some(unsafe { core::slice::from_raw_parts_mut(p.cast::<u64>(), words) })
+    }
+
+    /// Element `i` of the OS's array of `n` `T`s at `p`, read unaligned (plain data): `None`
+    /// for null or `i` not below `n`.
+    #[inline]
+    pub(crate) fn element<T: Copy>(self, p: *const T, i: usize, n: usize) -> Option<T> {
+        if p.is_null() || i >= n {
+            return None;
+        }
+        // SAFETY: `i < n`, so the element is inside the array the call's block names
+        // (`Call::new`), readable for the call; unaligned read of plain data.
+        Some(unsafe { p.wrapping_add(i).read_unaligned() })
+    }
+
+    /// The page table at the kernel CPU address a CPU_VIRTUAL page-table update names
+    /// (`DXGK_PAGETABLEUPDATEADDRESS.CpuVirtual`: VidMm's mapping of the whole table, writable
+    /// for the call), as its `entries` 64-bit words: `None` for null or not 8-byte aligned.
+    /// Atomic words: the GPU may walk the table meanwhile.
+    pub(crate) fn cpu_table(
+        self,
+        p: *mut c_void,
+        entries: usize,
+    ) -> Option<&'a [core::sync::atomic::AtomicU64]> {
+        if p.is_null() || !(p as usize).is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: non-null and aligned (checked); the table's `entries` words are writable for
+        // the call (`Call::new`) and accessed only atomically.
+        Some(unsafe { core::slice::from_raw_parts(p.cast_const().cast(), entries) })
+    }
+
+    /// A DxgkDdiQueryAdapterInfo request with its buffers resolved.
+    pub(crate) fn qai_request(self, args: &'a DXGKARG_QUERYADAPTERINFO) -> Request<'a> {
+        // SAFETY: the buffers the block names are the call's (`Call::new`), as
+        // `Request::from_os` asks.
+        unsafe { Request::from_os(args) }
+    }
+
+    /// A structure at the start of a buffer of `len` bytes, if the buffer is non-null, holds
+    /// it whole and is aligned for it.
+    pub(crate) fn object<T>(self, p: *const c_void, len: impl TryInto<usize>) -> Option<&'a T> {
+        let whole = len.try_into().is_ok_and(|n| n >= size_of::<T>());
+        if !whole || !p.cast::<T>().is_aligned() {
+            return None;
+        }
+        self.args(p.cast::<T>())
+    }
+
+    /// Reads a value the OS passes by pointer, whose alignment is not promised (`None`: null).
+    pub(crate) fn read<T: Copy>(self, p: *const T) -> Option<T> {
+        // SAFETY: checked non-null, so readable for the call (`Call::new`); unaligned read.
+        (!p.is_null()).then(|| unsafe { p.read_unaligned() })
+    }
+
+    /// Writes `v` to a buffer of `len` bytes at `p`, whose alignment is not promised (an out
+    /// pointer: `len` is its type's size; an interface block: the size the OS gave). `false`,
+    /// writing nothing, for a null pointer or a buffer smaller than `T`.
+    pub(crate) fn write<T>(self, p: *mut c_void, len: usize, v: T) -> bool {
+        if p.is_null() || len < size_of::<T>() {
+            return false;
+        }
+        // SAFETY: non-null, so `len` >= size_of::<T>() writable bytes for the call
+        // (`Call::new`); unaligned write.
+        unsafe { p.cast::<T>().write_unaligned(v) };
+        true
+    }
+
+    /// Writes `v` through an out pointer of its own type (`false` for null).
+    pub(crate) fn put<T>(self, p: *mut T, v: T) -> bool {
+        self.write(p.cast(), size_of::<T>(), v)
+    }
 }

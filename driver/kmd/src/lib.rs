@@ -15,8 +15,8 @@
 )]
 // `unsafe` only where memory is not Rust's: the ten modules marked `allow(unsafe_code)` below
 // and in `thunk` (the platform contract, MMIO, DMA and OS-owned words, the pool, the spin lock,
-// the adapter table, the adapter's live state, Dxgkrnl's callbacks, the argument unions and
-// Dxgkrnl's pointer contract); every other module is refused it.
+// the adapter table, the adapter's live state, Dxgkrnl's callbacks, the argument unions and a
+// call's pointers, and Dxgkrnl's pointer contract); every other module is refused it.
 #![deny(unsafe_code)]
 extern crate alloc;
 
@@ -30,6 +30,7 @@ mod caps;
 mod clock;
 mod context;
 mod dbginfo;
+mod ddi_groups;
 mod device;
 #[allow(unsafe_code)]
 mod dma;
@@ -86,6 +87,6 @@ pub use thunk::initialization_data;
 /// TDR-01's advertisement rule for device caps `caps` with the driver's own table: whether
 /// StartDevice would set `SupportPerEngineTDR` (for the tests of the table, without an adapter).
 pub fn per_engine_tdr_for<P: platform::Platform>(caps: rvgpu_hw::regs::Caps) -> bool {
-    let ddis = thunk::table::Filled::of(&initialization_data::<P>());
+    let ddis = ddi_groups::Filled::of(&initialization_data::<P>());
     reset::per_engine_tdr_rule(caps, ddis.per_engine_tdr)
 }

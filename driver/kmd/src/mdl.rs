@@ -168,7 +168,7 @@ mod tests {
         words[7] = 0x20;
         // `w` holds a header and the 16 bytes of array its Size declares (or less: Size is
         // what bounds the read).
-        let call = crate::thunk::contract::Call::for_test();
+        let call = crate::args::Call::for_test();
         let read = |w: &mut [u64; 8]| {
             call.mdl_pages(w.as_mut_ptr().cast::<rvgpu_ddi::mdl::MDL>())
                 .map(|m| m.pfns.to_vec())

@@ -40,13 +40,13 @@ use rvgpu_hw::mmu;
 
 use crate::adapter::{Adapter, Live};
 use crate::allocation;
+use crate::args::Call;
 use crate::fence;
 use crate::gpummu;
 use crate::handle::{Handle, Kind};
 use crate::platform::Platform;
 use crate::process;
 use crate::status::{self, Status};
-use crate::thunk::contract::Call;
 
 /// Most ranges one COPYPAGETABLEENTRIES may carry (a table's worth).
 const MAX_COPY_RANGES: u32 = 512;

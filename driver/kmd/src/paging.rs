@@ -42,11 +42,11 @@ use rvgpu_hw::cmd::{Command, MAX_TRANSFER};
 use crate::adapter::{Adapter, Live};
 use crate::aperture::Aperture;
 use crate::args::{PagingOperation, TransferSide};
+use crate::args::Call;
 use crate::handle::{Handle, Kind};
 use crate::mdl::Pages;
 use crate::platform::Platform;
 use crate::status::{self, Status};
-use crate::thunk::contract::Call;
 
 /// Words of one COPY / FILL packet.
 const PACKET_WORDS: usize = 4;

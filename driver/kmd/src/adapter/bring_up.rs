@@ -7,6 +7,7 @@ use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
+use crate::ddi_groups::Filled;
 use crate::device;
 use crate::dma::DmaBuffer;
 use crate::dxgk::Dxgk;
@@ -24,7 +25,6 @@ use crate::runlist;
 use crate::sched::Sched;
 use crate::status::{self, Status};
 use crate::sync::SpinLock;
-use crate::thunk::table::Filled;
 
 use super::{
     Adapter, IsrCell, IsrState, Lifecycle, Live, PowerState, DISPLAY_ADAPTER_HW_ID, POWER_D0,

@@ -18,6 +18,7 @@ use core::ffi::c_void;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
+use crate::ddi_groups::Filled;
 use crate::device::DeviceIdentity;
 use crate::dxgk::Dxgk;
 use crate::features::Features;
@@ -34,7 +35,6 @@ use crate::resources::Resources;
 use crate::sched::Sched;
 use crate::status::{self, Status};
 use crate::sync::SpinLock;
-use crate::thunk::table::Filled;
 
 #[deny(unsafe_code)]
 mod bring_up;

@@ -4,8 +4,10 @@
 
 use core::sync::atomic::Ordering;
 
+use super::abi::{EventDescriptor, CHANNEL_TRACELOGGING};
 use super::meta::{self, Field, Ty};
-use super::{EventDescriptor, CHANNEL_TRACELOGGING, GATE};
+pub use super::meta::{Event, MAX_FIELDS};
+use super::sink::{self, GATE};
 use crate::platform::Platform;
 
 /// Keyword of the native-fence events.
@@ -25,18 +27,6 @@ const WARNING: u8 = 3;
 const INFO: u8 = 4;
 /// `TRACE_LEVEL_VERBOSE`.
 const VERBOSE: u8 = 5;
-
-/// The most fields an event has.
-pub const MAX_FIELDS: usize = 5;
-
-/// One event: its gate bit, descriptor, TraceLogging metadata and fields.
-#[derive(Debug)]
-pub struct Event {
-    pub bit: u32,
-    pub descriptor: EventDescriptor,
-    pub meta: &'static [u8],
-    pub fields: &'static [Field],
-}
 
 macro_rules! events {
     ($($(#[$doc:meta])* $id:ident = $bit:literal, $name:literal, $level:ident, $kw:ident,
@@ -115,7 +105,7 @@ pub fn on(e: &Event) -> bool {
 #[inline(always)]
 pub fn emit<P: Platform, const N: usize>(e: &'static Event, values: impl FnOnce() -> [u64; N]) {
     if on(e) {
-        super::write::<P>(e, &values());
+        sink::write::<P>(e, &values());
     }
 }
 
@@ -128,7 +118,7 @@ pub fn emit_some<P: Platform, const N: usize>(
 ) {
     if on(e) {
         if let Some(v) = values() {
-            super::write::<P>(e, &v);
+            sink::write::<P>(e, &v);
         }
     }
 }

@@ -15,6 +15,20 @@
 //! of range or an overflow fails the build, never a running kernel.
 #![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 
+use super::abi::EventDescriptor;
+
+/// The most fields an event has.
+pub const MAX_FIELDS: usize = 5;
+
+/// One event: its gate bit, descriptor, TraceLogging metadata and fields.
+#[derive(Debug)]
+pub struct Event {
+    pub bit: u32,
+    pub descriptor: EventDescriptor,
+    pub meta: &'static [u8],
+    pub fields: &'static [Field],
+}
+
 /// `TlgInUINT32`.
 pub const IN_UINT32: u8 = 8;
 /// `TlgInUINT64`.

@@ -14,16 +14,17 @@
 pub mod abi;
 pub mod events;
 pub mod meta;
+mod sink;
 
 pub use abi::*;
+pub use sink::{GATE, PROVIDER_META, PROVIDER_NAME};
+
+use sink::HANDLE;
 
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 use crate::platform::Platform;
-
-/// The provider's name.
-pub const PROVIDER_NAME: &str = "rvgpu.Kmd";
 
 /// `rvgpu.Kmd`: {d0e22724-edfb-501e-8fd2-a9a59850c8da}, the GUID TraceLogging and
 /// EventSource derive from the name (SHA-1 over their namespace and the upper-cased name in
@@ -35,14 +36,6 @@ pub const PROVIDER_GUID: Guid = Guid {
     Data4: [0x8f, 0xd2, 0xa9, 0xa5, 0x98, 0x50, 0xc8, 0xda],
 };
 
-/// The provider metadata in front of every event.
-pub static PROVIDER_META: [u8; meta::provider_len(PROVIDER_NAME)] = meta::provider(PROVIDER_NAME);
-
-/// A bit per event of [`events`]: the event is written.
-pub static GATE: AtomicU32 = AtomicU32::new(0);
-
-/// The registration handle (0: none).
-static HANDLE: AtomicU64 = AtomicU64::new(0);
 /// DriverEntry calls not yet matched by an Unload (one on Windows; the Linux build serves every
 /// simulated machine of a process with one copy of the driver).
 static LOADS: AtomicU32 = AtomicU32::new(0);
@@ -173,53 +166,6 @@ pub fn unregister<P: Platform>() {
     let h = HANDLE.swap(0, Ordering::AcqRel);
     if h != 0 {
         P::etw_unregister(h);
-    }
-}
-
-/// Writes event `e` with `values` (one per field, in order; a 32-bit field takes the low four
-/// bytes). Out of line: only reached when the event's gate bit is set.
-#[cold]
-#[inline(never)]
-pub(crate) fn write<P: Platform>(e: &events::Event, values: &[u64]) {
-    let h = HANDLE.load(Ordering::Acquire);
-    if h == 0 {
-        return;
-    }
-    let mut data = [EventDataDescriptor {
-        ptr: 0,
-        size: 0,
-        kind: DATA_FIELD,
-        reserved1: 0,
-        reserved2: 0,
-    }; 2 + events::MAX_FIELDS];
-    let blob = |b: &'static [u8], kind: u8| EventDataDescriptor {
-        ptr: b.as_ptr() as u64,
-        size: u32::try_from(b.len()).unwrap_or(0),
-        kind,
-        reserved1: 0,
-        reserved2: 0,
-    };
-    let mut n = 0usize;
-    let mut push = |d: EventDataDescriptor| {
-        if let Some(slot) = data.get_mut(n) {
-            *slot = d;
-            n = n.saturating_add(1);
-        }
-    };
-    push(blob(&PROVIDER_META, DATA_PROVIDER_METADATA));
-    push(blob(e.meta, DATA_EVENT_METADATA));
-    for ((_, ty), v) in e.fields.iter().zip(values) {
-        push(EventDataDescriptor {
-            ptr: core::ptr::from_ref(v) as u64,
-            // x86-64 is little-endian: a 4-byte field is the value's first four bytes.
-            size: u32::try_from(ty.size()).unwrap_or(0),
-            kind: DATA_FIELD,
-            reserved1: 0,
-            reserved2: 0,
-        });
-    }
-    if let Some(used) = data.get(..n) {
-        P::etw_write(h, &e.descriptor, used);
     }
 }
 

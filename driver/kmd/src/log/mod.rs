@@ -665,7 +665,7 @@ mod tests {
         }
         // The CPU VA checks (null, unaligned) come before any lock; such pointers are
         // rejected without being read.
-        let call = crate::thunk::contract::Call::for_test();
+        let call = crate::args::Call::for_test();
         assert_eq!(call.log_header(core::ptr::null()).unwrap_err(), bad);
         let p = core::ptr::without_provenance::<DXGK_NATIVE_FENCE_LOG_BUFFER>(0x1004);
         assert_eq!(call.log_header(p).unwrap_err(), bad);
@@ -678,9 +678,7 @@ mod tests {
         words[2] = 84;
         let p = words.as_ptr().cast::<DXGK_NATIVE_FENCE_LOG_BUFFER>();
         // `words` holds a whole 40-byte header, 8-aligned.
-        let h = crate::thunk::contract::Call::for_test()
-            .log_header(p)
-            .unwrap();
+        let h = crate::args::Call::for_test().log_header(p).unwrap();
         assert_eq!(h, hdr(LOG_TYPE_SIGNALS, 84));
     }
 

@@ -4,8 +4,8 @@
 //! context, are in [`super::contract`], with the rest of the context's contract.
 
 use super::contract::{generic_ddis, own_thunks};
-use super::table::Filled;
 use crate::adapter::Adapter;
+use crate::ddi_groups::Filled;
 use crate::dxgk::Dxgk;
 use crate::platform::Platform;
 use crate::status::{self, to_ntstatus};
@@ -28,6 +28,14 @@ generic_ddis! {
         crate::removal::notify_surprise_removal;
 }
 
+/// The groups the driver's own table for platform `P` fills. Not inlined: the table is built
+/// in this frame, not in StartDevice's, which stays under a page (the Windows image has no
+/// `__chkstk`).
+#[inline(never)]
+fn filled_by_driver<P: Platform>() -> Filled {
+    Filled::of(&super::initialization_data::<P>())
+}
+
 own_thunks! {
     /// DxgkDdiStartDevice (PASSIVE).
     fn start_device<P: Platform>(
@@ -45,7 +53,7 @@ own_thunks! {
         if start_info.is_null() || sources.is_null() || children.is_null() {
             return status::INVALID_PARAMETER.code();
         }
-        let r = a.start(Dxgk::new(*iface), Filled::of_driver::<P>());
+        let r = a.start(Dxgk::new(*iface), filled_by_driver::<P>());
         if r.is_ok() {
             // Render-only: no video present sources, no child devices (both checked non-null).
             call.put(sources, 0);

@@ -11,8 +11,7 @@
 //! `thunk::doorbell` calls `crate::doorbell::ddi`, and so on; [`adapter`] holds the adapter's
 //! life cycle and interrupt entry points. [`contract`] states Dxgkrnl's pointer contract once
 //! and holds the generic thunks, the adapter context's lifetime (AddDevice, RemoveDevice) and
-//! the typed accessors of the OS's arrays. [`table`] answers which optional DDI groups the
-//! table fills, for the logic that must not advertise a capability ahead of its DDIs.
+//! the adapter lookups; the typed accessors of the OS's arrays are `crate::args::Call`'s.
 //!
 //! The table is monomorphised per platform: `initialization_data::<WinKernel>()` in the
 //! Windows image, `initialization_data::<SimKernel>()` under the simulated OS.
@@ -40,7 +39,6 @@ mod present;
 mod process;
 mod reset;
 mod submit;
-pub mod table;
 
 use rvgpu_ddi::init::{DRIVER_INITIALIZATION_DATA, DXGKDDI_INTERFACE_VERSION};
 

@@ -1,8 +1,8 @@
-//! Which optional DDI groups the driver's table fills.
+//! Which optional DDI groups a table of entry points fills.
 //!
 //! A capability that obliges DDIs is advertised only when the table fills them, so the bit
 //! cannot get ahead of the code (NF-10/NF-12, LOG-09, TDR-01, the HWS DDIs). StartDevice takes
-//! this answer from the table once ([`Filled::of`]) and hands it to the adapter
+//! this answer from the driver's table once (`thunk::adapter`) and hands it to the adapter
 //! (`Live::ddis`); the logic reads it there and never reaches for the FFI table itself.
 
 use rvgpu_ddi::catalog::{self, Group};
@@ -36,16 +36,6 @@ impl Filled {
     }
 }
 
-impl Filled {
-    /// The groups the driver's own table for platform `P` fills. Not inlined: the table is
-    /// built in this frame, not in StartDevice's, which stays under a page (the Windows image
-    /// has no `__chkstk`).
-    #[inline(never)]
-    pub fn of_driver<P: crate::platform::Platform>() -> Self {
-        Self::of(&super::initialization_data::<P>())
-    }
-}
-
 /// Whether `t` fills every slot of `group`.
 fn fills(t: &DRIVER_INITIALIZATION_DATA, group: Group) -> bool {
     let names = DRIVER_INITIALIZATION_DATA::SLOT_NAMES;
@@ -67,7 +57,7 @@ mod tests {
     /// The driver's own table fills every group.
     #[test]
     fn the_driver_table_fills_every_obliged_group() {
-        let f = Filled::of(&super::super::initialization_data::<TestKernel>());
+        let f = Filled::of(&crate::initialization_data::<TestKernel>());
         assert_eq!(
             f,
             Filled {
@@ -82,10 +72,10 @@ mod tests {
     /// LOG-09: both log DDIs are needed.
     #[test]
     fn log_09_native_fence_cap_requires_log_ddis() {
-        let mut t = super::super::initialization_data::<TestKernel>();
+        let mut t = crate::initialization_data::<TestKernel>();
         t.DxgkDdiUpdateNativeFenceLogs = None;
         assert!(!Filled::of(&t).fence_logs, "both log DDIs are needed");
-        let mut t = super::super::initialization_data::<TestKernel>();
+        let mut t = crate::initialization_data::<TestKernel>();
         t.DxgkDdiSetNativeFenceLogBuffer = None;
         assert!(!Filled::of(&t).fence_logs, "both log DDIs are needed");
         assert!(!Filled::of(&DRIVER_INITIALIZATION_DATA::default()).fence_logs);
@@ -102,7 +92,7 @@ mod tests {
             |t| t.DxgkDdiCollectDbgInfo = None,
         ];
         for (i, clear) in clears.iter().enumerate() {
-            let mut t = super::super::initialization_data::<TestKernel>();
+            let mut t = crate::initialization_data::<TestKernel>();
             clear(&mut t);
             assert!(!Filled::of(&t).per_engine_tdr, "slot {i} missing");
         }
@@ -114,7 +104,7 @@ mod tests {
     #[test]
     fn each_group_is_the_catalogs() {
         use rvgpu_ddi::catalog::{of_group, Group};
-        let full = super::super::initialization_data::<TestKernel>();
+        let full = crate::initialization_data::<TestKernel>();
         let groups = [
             (
                 Group::NativeFence,
@@ -139,7 +129,7 @@ mod tests {
     /// NF-12 and the HWS group: one missing slot clears the group.
     #[test]
     fn nf_12_and_hws_groups_need_every_slot() {
-        let mut t = super::super::initialization_data::<TestKernel>();
+        let mut t = crate::initialization_data::<TestKernel>();
         t.DxgkDdiUpdateCurrentValuesFromCpu = None;
         t.DxgkDdiResumeHwEngine = None;
         let f = Filled::of(&t);
