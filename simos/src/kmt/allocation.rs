@@ -164,9 +164,9 @@ pub fn dxgk_destroy_allocation2(
     let assume_not_in_use = a.Flags & DESTROY_ASSUME_NOT_IN_USE != 0;
     for &h in &handles {
         crate::ums::allocation::destroy_allocation2(m, &sh, p.device, h, assume_not_in_use)
-            .map_err(|e| super::not_in_table(super::status(e)))?;
+            .map_err(|e| super::process::not_in_table(super::process::status(e)))?;
     }
-    m.reap_allocations(&sh).map_err(super::status)?;
+    m.reap_allocations(&sh).map_err(super::process::status)?;
     Ok(handles)
 }
 
@@ -346,13 +346,13 @@ fn device_create_allocation(
         return Err(NtStatus(STATUS_NOT_SUPPORTED));
     }
     let mut made = Vec::with_capacity(pdds.len());
-    m.reap_allocations(sh).map_err(super::status)?;
+    m.reap_allocations(sh).map_err(super::process::status)?;
     for bytes in &pdds {
         let one = rvgpu_umd::kmt::AllocationPdd::read_from_bytes(bytes)
             .map_err(|_| bad())
             .and_then(|pdd| {
                 m.create_allocation2(sh, p.device, pdd.size, bytes)
-                    .map_err(super::status)
+                    .map_err(super::process::status)
             });
         match one {
             Ok((handle, alloc, gpu_va)) => made.push(Made {

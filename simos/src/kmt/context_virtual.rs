@@ -110,7 +110,7 @@ pub fn dxgk_create_context_virtual_impl(
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     let (node, affinity, flags) = (a.NodeOrdinal, a.EngineAffinity, a.Flags);
-    ums::check_virtual_context(&sh, node, affinity, flags).map_err(super::status)?;
+    ums::check_virtual_context(&sh, node, affinity, flags).map_err(super::process::status)?;
     let (at, size) = (a.pPrivateDriverData, a.PrivateDriverDataSize);
     if (at == 0) != (size == 0) {
         return Err(C::PrivateData.refuse());
@@ -128,7 +128,8 @@ pub fn dxgk_create_context_virtual_impl(
         flags,
         virtual_context: true,
     };
-    let ctx = ums::create_context_with(m, &sh, p.device, &args, &mut pdd).map_err(super::status)?;
+    let ctx = ums::create_context_with(m, &sh, p.device, &args, &mut pdd)
+        .map_err(super::process::status)?;
     if !pdd.is_empty() {
         if let Err(e) = mem.write(at, &pdd) {
             let _ = ums::destroy_context_thunk(m, &sh, p.device, ctx);
@@ -196,5 +197,5 @@ pub fn dxgk_destroy_context_impl(
     if ums::context_device(&sh, h_context) != Some(p.device) {
         return Err(bad);
     }
-    ums::destroy_context_thunk(m, &sh, p.device, h_context).map_err(super::status)
+    ums::destroy_context_thunk(m, &sh, p.device, h_context).map_err(super::process::status)
 }

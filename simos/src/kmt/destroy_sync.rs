@@ -6,9 +6,9 @@
 use rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::process::{status, SimKmt};
 use super::refusal::row::*;
 use super::sync_from_cpu::{CallerProcess, SyncObject};
-use super::{status, SimKmt};
 use crate::adapter::AdapterShared;
 use crate::base::lock::lock;
 use crate::machine::Machine;

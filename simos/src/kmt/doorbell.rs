@@ -155,7 +155,7 @@ pub fn dxgk_create_doorbell_internal(
     doorbell_api_locks(&sh, &p, CreateDoorbellCheck::DeviceActive.refuse())?;
     let (queue, ring, control) = (a.hHwQueue, a.hRingBuffer, a.hRingBufferControl);
     let db = ums::create_doorbell(&sh, p.device, queue, ring, control, a.Flags, &mut pdd)
-        .map_err(super::status)?;
+        .map_err(super::process::status)?;
     let undo = |e: NtStatus| {
         let _ = ums::destroy_doorbell_thunk(&sh, p.device, db.handle);
         let _ = m.reap_allocations(&sh);
@@ -256,7 +256,7 @@ pub fn dxgk_connect_doorbell_internal(
         ConnectDoorbellCheck::Doorbell.refuse(),
     )?;
     doorbell_api_locks(&sh, &p, ConnectDoorbellCheck::DeviceActive.refuse())?;
-    ums::connect_doorbell(&sh, p.device, a.hDoorbell).map_err(super::status)
+    ums::connect_doorbell(&sh, p.device, a.hDoorbell).map_err(super::process::status)
 }
 
 refusals! {
@@ -305,7 +305,7 @@ pub fn dxgk_notify_work_submission_internal(
     if status != Some(D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD) {
         return Err(NotifyWorkSubmissionCheck::NotConnected.refuse());
     }
-    ums::notify_work_submission(&sh, p.device, a.hDoorbell).map_err(super::status)
+    ums::notify_work_submission(&sh, p.device, a.hDoorbell).map_err(super::process::status)
 }
 
 refusals! {
@@ -347,6 +347,6 @@ pub fn dxgk_destroy_doorbell_internal(
     let bad = DestroyDoorbellCheck::Doorbell.refuse();
     let (p, sh) = doorbell_owner(m, h_doorbell, owner, bad)?;
     doorbell_api_locks(&sh, &p, DestroyDoorbellCheck::DeviceActive.refuse())?;
-    ums::destroy_doorbell_thunk(&sh, p.device, h_doorbell).map_err(super::status)?;
-    m.reap_allocations(&sh).map_err(super::status)
+    ums::destroy_doorbell_thunk(&sh, p.device, h_doorbell).map_err(super::process::status)?;
+    m.reap_allocations(&sh).map_err(super::process::status)
 }

@@ -347,7 +347,7 @@ fn driver_private(
     // The block was audited just above (`handed`), so the call skips the central audit.
     let s = escape
         .call_unaudited(shared, At::Caller, (ctx, &args))
-        .map_err(super::status)?;
+        .map_err(super::process::status)?;
     if s < 0 {
         return Err(st(s));
     }
@@ -382,7 +382,7 @@ impl EscapeCaller for OwnHandles {
     }
 }
 
-impl super::SimKmt<'_> {
+impl super::process::SimKmt<'_> {
     /// `D3DKMTEscape` of type `D3DKMT_ESCAPE_DRIVERPRIVATE` on this process's device with
     /// `data` (in/out), through the thunk's kernel entry ([`dxgk_escape`]).
     pub fn escape_driver_private(&self, data: &mut [u8]) -> Result<(), NtStatus> {

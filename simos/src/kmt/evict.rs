@@ -117,7 +117,7 @@ pub fn dxgk_evict_internal(
             Some(_) => None,
         });
         if let Some(check) = refused {
-            crate::ums::mark_device_as_error(&sh, p.device, 0xB).map_err(super::status)?;
+            crate::ums::mark_device_as_error(&sh, p.device, 0xB).map_err(super::process::status)?;
             return Err(check.refuse());
         }
         for h in group {

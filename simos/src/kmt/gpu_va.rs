@@ -103,7 +103,7 @@ pub fn dxgk_reserve_gpu_virtual_address(
     };
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    let va = crate::vidmm::va::gpu_va_reserve(&sh, p.device, r).map_err(super::status)?;
+    let va = crate::vidmm::va::gpu_va_reserve(&sh, p.device, r).map_err(super::process::status)?;
     a.VirtualAddress = va;
     Ok(())
 }
@@ -206,8 +206,9 @@ pub fn dxgk_map_gpu_virtual_address(
         driver_protection: a.DriverProtection,
     };
     // What VidMm released since its last entry goes first (AL-03), as for allocations.
-    m.reap_allocations(&sh).map_err(super::status)?;
-    let (va, fence) = crate::vidmm::va::gpu_va_map(m, &sh, p.device, r).map_err(super::status)?;
+    m.reap_allocations(&sh).map_err(super::process::status)?;
+    let (va, fence) =
+        crate::vidmm::va::gpu_va_map(m, &sh, p.device, r).map_err(super::process::status)?;
     a.VirtualAddress = va;
     a.PagingFenceValue = fence;
     Ok(())
@@ -245,7 +246,8 @@ pub fn dxgk_free_gpu_virtual_address(
     let p = adapter(a.hAdapter).ok_or(FreeGpuVirtualAddressCheck::Adapter.refuse())?;
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    crate::vidmm::va::gpu_va_free(m, &sh, p.device, a.BaseAddress, a.Size).map_err(super::status)
+    crate::vidmm::va::gpu_va_free(m, &sh, p.device, a.BaseAddress, a.Size)
+        .map_err(super::process::status)
 }
 
 /// The Rust UMD's `D3DKMTReserveGpuVirtualAddress` (its Windows thunk names the adapter; a
@@ -437,7 +439,7 @@ pub fn dxgk_update_gpu_virtual_address(
     }
     let k = m.kmt(&p);
     let sh = k.thunk()?;
-    crate::vidmm::va::update::update_device(&sh, p.device).map_err(super::status)?;
+    crate::vidmm::va::update::update_device(&sh, p.device).map_err(super::process::status)?;
     if a.NumOperations > MAX_UPDATE_OPERATIONS {
         return Err(C::TooMany.refuse());
     }
@@ -467,7 +469,7 @@ pub fn dxgk_update_gpu_virtual_address(
     }
     let ops: Vec<UpdateGpuVaOp> = raw.iter().map(update_op).collect();
     // What VidMm released since its last entry goes first (AL-03), as for Map.
-    m.reap_allocations(&sh).map_err(super::status)?;
+    m.reap_allocations(&sh).map_err(super::process::status)?;
     let c = crate::vidmm::va::update::UpdateCall {
         device: p.device,
         context: a.hContext,
@@ -477,7 +479,7 @@ pub fn dxgk_update_gpu_virtual_address(
         ops: &ops,
         owners: &owners,
     };
-    crate::vidmm::va::update::gpu_va_update(&sh, c).map_err(super::status)
+    crate::vidmm::va::update::gpu_va_update(&sh, c).map_err(super::process::status)
 }
 
 /// One operation as VidMm reads it: the union member its type names.

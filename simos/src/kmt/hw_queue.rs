@@ -11,7 +11,7 @@ use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
 use rvgpu_umd::kmt::{HwQueue, KmtHandle, NtStatus, QueueProgress};
 
 use super::context_virtual::CallerMemory;
-use super::SimFence;
+use super::process::SimFence;
 use crate::base::error::SimError;
 use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
@@ -145,7 +145,7 @@ pub fn dxgk_create_hw_queue_internal(
     // Without `HwQueueSupported`: BR-94 in `ums::create_hw_queue`, the same status.
     ums::device_context_hw_queue(&sh, p.device, a.hHwContext).ok_or(bad)?;
     let q = ums::create_hw_queue(m, &sh, p.device, a.hHwContext, a.Flags, &mut pdd)
-        .map_err(super::status)?;
+        .map_err(super::process::status)?;
     if !pdd.is_empty() {
         if let Err(e) = mem.write(at, &pdd) {
             let _ = ums::destroy_hw_queue_thunk(m, &sh, p.device, q.handle);
@@ -285,7 +285,7 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
         a.CommandLength,
         |kind| admit(kind).map_err(|s| SimError::DdiFailed(s.0)),
     )
-    .map_err(super::status)
+    .map_err(super::process::status)
 }
 
 refusals! {
@@ -323,7 +323,7 @@ pub fn dxgk_destroy_hw_queue_internal(
     let k = m.kmt(&p);
     let sh = k.thunk()?;
     ums::device_queue_kind(&sh, p.device, h_hw_queue).ok_or(bad)?;
-    ums::destroy_hw_queue_thunk(m, &sh, p.device, h_hw_queue).map_err(super::status)
+    ums::destroy_hw_queue_thunk(m, &sh, p.device, h_hw_queue).map_err(super::process::status)
 }
 
 /// The Rust UMD's private data as the caller's memory: one buffer at address [`BUFFER_AT`].

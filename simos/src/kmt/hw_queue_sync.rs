@@ -267,7 +267,7 @@ pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
     }
     let fences = scheduled(&objects, found, &values);
     ums::submit_signal_objects_to_hw_queues(m, &sh, p.device, &queues, fences)
-        .map_err(super::status)
+        .map_err(super::process::status)
 }
 
 refusals! {
@@ -361,10 +361,10 @@ pub fn dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
         .collect::<Result<Vec<_>, _>>()?;
     let fences = scheduled(&objects, found, &values);
     ums::submit_wait_objects_to_hw_queue(m, &sh, p.device, a.hHwQueue, fences)
-        .map_err(super::status)
+        .map_err(super::process::status)
 }
 
-impl super::SimKmt<'_> {
+impl super::process::SimKmt<'_> {
     /// `D3DKMTSubmitWaitForSyncObjectsToHwQueue` on `queue` with the structure the UMD's
     /// Windows thunk fills, through the thunk's kernel entry.
     pub(super) fn submit_wait_through_entry(

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use rvgpu_ddi::d3dkmt::{D3DKMT_LOCK2, D3DKMT_UNLOCK2};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::process::SimMem;
 use super::refusal::row::*;
-use super::SimMem;
 use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
@@ -83,7 +83,7 @@ pub fn dxgk_lock2(
 ) -> Result<SimMem, NtStatus> {
     let (p, sh) = checked(m, a.hDevice, a.hAllocation, device, allocation)?;
     let (alloc, cache) = crate::ums::allocation::lock_allocation(&sh, p.device, a.hAllocation)
-        .map_err(super::status)?;
+        .map_err(super::process::status)?;
     a.pData = alloc.as_mut_ptr() as u64;
     Ok(SimMem { alloc, cache })
 }
@@ -134,5 +134,6 @@ pub fn dxgk_unlock2(
     allocation: impl FnOnce(KmtHandle) -> Option<KmtHandle>,
 ) -> Result<(), NtStatus> {
     let (p, sh) = checked(m, a.hDevice, a.hAllocation, device, allocation)?;
-    crate::ums::allocation::unlock_allocation(&sh, p.device, a.hAllocation).map_err(super::status)
+    crate::ums::allocation::unlock_allocation(&sh, p.device, a.hAllocation)
+        .map_err(super::process::status)
 }

@@ -214,8 +214,8 @@ pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
     // The NT handle is referenced (for READ_CONTROL) before `DXGSYNCOBJECT::Open` compares
     // the flag.
     use crate::sync::fence::share;
-    let (_, access) =
-        share::fence_of_nt_handle(&m.handles, p.pid, a.hNtHandle).map_err(super::status)?;
+    let (_, access) = share::fence_of_nt_handle(&m.handles, p.pid, a.hNtHandle)
+        .map_err(super::process::status)?;
     if access & share::READ_CONTROL == 0 {
         return Err(C::NoReadControl.refuse());
     }
@@ -228,7 +228,7 @@ pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
     let no_max_on_tdr = a.Flags & SYNC_NO_SIGNAL_MAX_VALUE_ON_TDR != 0;
     let opened = m
         .open_native_fence_from_nt_handle_on(&p, a.hNtHandle, no_max_on_tdr)
-        .map_err(super::status)?;
+        .map_err(super::process::status)?;
     let (h, f) = k.with_raw_kmt_handle(opened)?;
     a.hSyncObject = h;
     // NoSignal and NoWait as the handle's access withholds them, whatever was asked.

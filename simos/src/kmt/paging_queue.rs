@@ -11,8 +11,8 @@ use rvgpu_umd::kmt::{
     KmtHandle, MakeResidentError, MakeResidentFlags, NtStatus, PagingFence, PagingQueue,
 };
 
+use super::process::SimFence;
 use super::refusal::row::*;
-use super::SimFence;
 use crate::machine::Machine;
 use crate::sync::fence::MonitoredFence;
 use crate::ums::UmsProcess;
@@ -62,7 +62,8 @@ pub fn dxgk_destroy_paging_queue_internal(
 ) -> Result<(), NtStatus> {
     let p = queue(h).ok_or(DestroyPagingQueueCheck::Queue.refuse())?;
     let sh = m.kmt(&p).thunk()?;
-    crate::vidmm::va::paging_queue::paging_queue_destroy(m, &sh, p.device, h).map_err(super::status)
+    crate::vidmm::va::paging_queue::paging_queue_destroy(m, &sh, p.device, h)
+        .map_err(super::process::status)
 }
 
 refusals! {
@@ -121,7 +122,7 @@ pub fn dxgk_create_paging_queue_internal(
     }
     let (queue, fence, f) = m
         .paging_queue_create(&sh, p.device, a.Priority, a.PhysicalAdapterIndex)
-        .map_err(super::status)?;
+        .map_err(super::process::status)?;
     a.hPagingQueue = queue;
     a.hSyncObject = fence;
     // User and kernel share memory here: the OS's own view of the value.
@@ -228,11 +229,12 @@ pub fn dxgk_make_resident_internal(
         Err(MakeResidentFail::OverBudget(bytes)) => {
             a.NumBytesToTrim = bytes;
             if a.Flags & MAKERESIDENT_MUST_SUCCEED != 0 {
-                crate::ums::mark_device_as_error(&sh, p.device, 12).map_err(super::status)?;
+                crate::ums::mark_device_as_error(&sh, p.device, 12)
+                    .map_err(super::process::status)?;
             }
             Err(MakeResidentCheck::OverBudget.refuse())
         }
-        Err(MakeResidentFail::Failed(e)) => Err(super::status(e)),
+        Err(MakeResidentFail::Failed(e)) => Err(super::process::status(e)),
     }
 }
 

@@ -171,7 +171,7 @@ pub fn dxgk_share_objects_internal(
     capture_attributes(mem, a.p_object_attributes)?;
     let nt = m
         .share_native_fence_with_access(f, a.desired_access)
-        .map_err(super::status)?;
+        .map_err(super::process::status)?;
     if let Err(e) = mem.write(a.ph_shared_nt_handle, nt.as_bytes()) {
         let _ = m.close_nt_handle(f.process, nt);
         return Err(e);

@@ -9,6 +9,7 @@ pub use rvgpu_ddi::d3dkmt::D3DKMT_SUBMITCOMMAND;
 use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
+use super::process::status;
 use super::refusal::row::*;
 use crate::machine::Machine;
 use crate::ums::UmsProcess;
@@ -88,7 +89,7 @@ pub fn dxgk_submit_command_internal(
     }
     let context = |h: KmtHandle, unknown: SubmitCommandCheck| -> Result<UmsProcess, NtStatus> {
         let p = owner(h).ok_or(unknown.refuse())?;
-        m.submit_command_context(&p, h).map_err(super::status)?;
+        m.submit_command_context(&p, h).map_err(status)?;
         Ok(p)
     };
     let ctx = a.BroadcastContext[0];
@@ -118,5 +119,5 @@ pub fn dxgk_submit_command_internal(
         a.CommandLength,
     )
     .map(|_| ())
-    .map_err(super::status)
+    .map_err(status)
 }

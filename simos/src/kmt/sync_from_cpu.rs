@@ -244,7 +244,7 @@ pub fn dxgk_signal_synchronization_object_from_cpu(
             SyncObject::Native(f) => m.signal_native_fence_from_cpu(f, v),
             SyncObject::Monitored(f) => m.signal_monitored_fence_from_cpu(f, v),
         }
-        .map_err(super::status)?;
+        .map_err(super::process::status)?;
     }
     Ok(())
 }
@@ -399,7 +399,7 @@ impl CallerMemory for HostArrays {
 /// The Rust UMD's process: its one device and that device's sync objects, each monitored
 /// fence with the flags the OS keeps on it (the UMD opens no native fence with `NoSignal` or
 /// `NoWait`).
-impl CallerProcess for super::SimKmt<'_> {
+impl CallerProcess for super::process::SimKmt<'_> {
     fn device(&self, h: KmtHandle) -> Option<UmsProcess> {
         let p = self.process();
         (h == p.device).then_some(p)
@@ -414,7 +414,7 @@ impl CallerProcess for super::SimKmt<'_> {
     }
 }
 
-impl super::SimKmt<'_> {
+impl super::process::SimKmt<'_> {
     /// `D3DKMTSignalSynchronizationObjectFromCpu` of one sync object of this device, through
     /// the thunk's kernel entry with the structure the UMD's Windows thunk fills.
     pub fn signal_fence_from_cpu(&self, fence: KmtHandle, value: u64) -> Result<(), NtStatus> {

@@ -186,14 +186,14 @@ pub fn dxgk_create_synchronization_object_impl(
     }
     let (h, f) =
         ums::create_sync_fence(m, &shared, p.device, a.Info.InitialFenceValue, a.Info.Flags)
-            .map_err(super::status)?;
+            .map_err(super::process::status)?;
     a.hSyncObject = h;
     a.Info.FenceValueCPUVirtualAddress = f.kernel_va() as u64;
     a.Info.FenceValueGPUVirtualAddress = f.gpu_va();
     Ok(f)
 }
 
-impl super::SimKmt<'_> {
+impl super::process::SimKmt<'_> {
     /// [`create_monitored_fence`](Self::create_monitored_fence) with `Info.Flags` `flags`
     /// (`D3DDDI_SYNCHRONIZATIONOBJECT_FLAGS`: `NoSignal` or `NoWait` refuse this process's
     /// CPU signals or waits of it).
