@@ -8,16 +8,17 @@
 
 pub use rvgpu_ddi::d3dkmt::D3DKMT_ESCAPE;
 use rvgpu_ddi::kmtest::DXGKARG_ESCAPE;
-use rvgpu_ddi::ntstatus::{
-    STATUS_ACCESS_DENIED, STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED,
-    STATUS_NO_MEMORY, STATUS_UNSUCCESSFUL,
-};
+use rvgpu_ddi::ntstatus::STATUS_NOT_SUPPORTED;
 use rvgpu_ddi::HANDLE;
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::adapter::AdapterTable;
 use super::context_virtual::CallerMemory;
-use super::escape_types as types;
+use super::escape_types::{self as types, EscapeCheck};
+pub use super::escape_types::{
+    DRIVER_COMMON_ESCAPE, DRIVER_KNOWN_ESCAPE, HARDWARE_ACCESS, NO_ADAPTER_SYNCHRONIZATION,
+    RESERVED, RESERVED2, VIRTUAL_MACHINE_DATA,
+};
 use super::refusal::row::*;
 use crate::adapter::ddi::{self, At};
 use crate::base::lock::lock;
@@ -31,18 +32,6 @@ pub const ESCAPE_DRIVERPRIVATE: u32 = 0;
 pub const ESCAPE_VIDMM: u32 = 1;
 /// `D3DKMT_ESCAPE_VIDSCH`.
 pub const ESCAPE_VIDSCH: u32 = 3;
-/// `D3DDDI_ESCAPEFLAGS::HardwareAccess`.
-pub const HARDWARE_ACCESS: u32 = 1 << 0;
-/// `D3DDDI_ESCAPEFLAGS::Reserved`.
-pub const RESERVED: u32 = 1 << 4;
-/// `D3DDDI_ESCAPEFLAGS::VirtualMachineData`.
-pub const VIRTUAL_MACHINE_DATA: u32 = 1 << 5;
-/// `D3DDDI_ESCAPEFLAGS::DriverKnownEscape`.
-pub const DRIVER_KNOWN_ESCAPE: u32 = 1 << 6;
-/// `D3DDDI_ESCAPEFLAGS::DriverCommonEscape`.
-pub const DRIVER_COMMON_ESCAPE: u32 = 1 << 7;
-/// `D3DDDI_ESCAPEFLAGS::Reserved2` (bits 8..31).
-pub const RESERVED2: u32 = 0xFFFF_FF00;
 /// The smallest `D3DKMT_ESCAPE_VIDMM` private data `DxgkEscape` accepts.
 const VIDMM_MIN: u32 = 0x840;
 /// The largest private data the simulation copies (24H2 copies any size it has pool for;
@@ -69,81 +58,6 @@ fn context_of(m: &Machine, d: &UmsProcess, h: KmtHandle) -> bool {
     })
 }
 
-refusals! {
-    /// `D3DKMTEscape`'s refusals, in 24H2's order.
-    EscapeCheck => ESCAPE_CHECKS (unlinked) {
-        ProcessContext: "no process context" => INVALID_PARAMETER,
-            elsewhere "every simulated caller is a process";
-        TypeVIDMMVIDSCH: "Type VIDMM, VIDSCH, 28 or 29 without test signing or DRT" => ACCESS_DENIED;
-        TypeVIDMMPrivateDriverDataSize: "Type VIDMM: PrivateDriverDataSize under 0x840" => INVALID_PARAMETER;
-        PrivateDriverDataSizeOverX200: "PrivateDriverDataSize over 0x200 and no pool for the kernel copy" => NO_MEMORY;
-        PPrivateDriverDataReadablePrivateDriverDataSize: "pPrivateDriverData not readable for PrivateDriverDataSize bytes (copied before \
-            any handle is looked at)" => ACCESS_VIOLATION;
-        FlagsDriverKnownEscapeType: "Flags.DriverKnownEscape with a Type other than DRIVERPRIVATE, hAdapter 0 or \
-            Flags.HardwareAccess" => INVALID_PARAMETER;
-        TypeDRTTEST: "Type DRT_TEST: PrivateDriverDataSize under 12 or under its second dword, or the \
-            first dword not the DRT signature" => INVALID_PARAMETER;
-        TypeDRTTEST2: "Type DRT_TEST without test signing or DRT (InternalEscapeEnabled)" => ACCESS_DENIED;
-        TypeDIAGNOSTICSGET: "Type DIAGNOSTICS or GET_EXTERNAL_DIAGNOSTICS: PrivateDriverDataSize under 4 or \
-            not its first dword + 4" => INVALID_PARAMETER;
-        TypeFORCEBDDFALLBACK: "Type FORCE_BDDFALLBACK_HEADLESS or SOFTGPU_ENABLE_DISABLE_HMD without test signing" => ACCESS_DENIED;
-        TypeFORCEBDDFALLBACK2: "Type FORCE_BDDFALLBACK_HEADLESS: PrivateDriverDataSize not 1" => INVALID_PARAMETER;
-        TypeREQUESTMACHINE: "Type REQUEST_MACHINE_CRASH: PrivateDriverDataSize not 24" => INVALID_PARAMETER;
-        TypeREQUESTMACHINE2: "Type REQUEST_MACHINE_CRASH (no crash on request)" => UNSUCCESSFUL;
-        TypeSOFTGPUENABLE: "Type SOFTGPU_ENABLE_DISABLE_HMD: PrivateDriverDataSize not 200" => INVALID_PARAMETER;
-        TypeLOGCODEPOINT: "Type LOG_CODEPOINT_PACKET: PrivateDriverDataSize not 16" => INVALID_PARAMETER;
-        TypeLOGUSERMODE: "Type LOG_USERMODE_DAIG_PACKET: PrivateDriverDataSize under 0x30 or under its \
-            second dword, or that dword 0x400 or more" => INVALID_PARAMETER;
-        TypeCCDDATABASE: "Type CCD_DATABASE: PrivateDriverDataSize under 4" => INVALID_PARAMETER;
-        TypeBDDFALLBACK: "Type BDD_FALLBACK with no basic display adapter to fall back to" => NOT_FOUND;
-        HAdapterAdapterHandle: "hAdapter not an adapter handle in the caller's table, 0 included (the types \
-            the kernel answers without an adapter end before this)" => INVALID_PARAMETER;
-        HDeviceDeviceHAdapter: "hDevice not 0 and not a device of hAdapter's adapter in the caller's table" => INVALID_PARAMETER;
-        HContextContextHDevice: "hContext not 0 and not a context of hDevice" => INVALID_PARAMETER;
-        AdapterDDIVersion: "an adapter of DDI version 0x5023 or later: Flags.Reserved or Flags bits 8..31 \
-            set" => INVALID_PARAMETER;
-        AdapterDDIVersion2: "an adapter of DDI version 0x5023 or later: Flags.VirtualMachineData set" => INVALID_PARAMETER;
-        DRIVERPRIVATEWithoutAdapter: "DRIVERPRIVATE without adapter access (Flags.DriverCommonEscape, \
-            Flags.NoAdapterSynchronization from DDI version 0x5023, or a hybrid discrete \
-            adapter): the adapter not active" => DEVICE_REMOVED;
-        AdapterActiveStarted: "the adapter not active: not started, or removed (COREADAPTERACCESS::AcquireShared \
-            reads DXGADAPTER +200)" => DEVICE_REMOVED;
-        DeviceActive: "hDevice not 0 and the device not active (DXGDEVICE +608: stopped with its \
-            adapter; a device VidSch put in error is active)" => DEVICE_REMOVED;
-        FlagsDriverKnownEscapeRender: "Flags.DriverKnownEscape and no render adapter paired with hAdapter" => INVALID_PARAMETER;
-        DRIVERPRIVATEDriverHas: "DRIVERPRIVATE: the driver has no DxgkDdiEscape" => NOT_SUPPORTED;
-        DRIVERPRIVATEPrivateDriverDataSizePPrivateDriverData: "DRIVERPRIVATE: PrivateDriverDataSize 0 or pPrivateDriverData NULL" => INVALID_PARAMETER;
-        DRIVERPRIVATEVendorX1002: "DRIVERPRIVATE to a vendor 0x1002 adapter without adapter flag 8: \
-            PrivateDriverDataSize under 12, or the third dword, its low byte \
-            cleared, 0x01000C00, 0x01000D00 or 0x01000E00" => NOT_SUPPORTED;
-        DRIVERPRIVATEFlagsDriverCommonEscape: "DRIVERPRIVATE with Flags.DriverCommonEscape" => NOT_SUPPORTED;
-        TypeVIDMMCommand: "Type VIDMM command 9 (suspend) without its fifth dword and without DRT" => ACCESS_DENIED;
-        TypeTDRDBGCTRLPrivateDriverDataSize: "Type TDRDBGCTRL: PrivateDriverDataSize under 4 with data, a command above 8, or \
-            command 8 with PrivateDriverDataSize under 8" => INVALID_PARAMETER;
-        TypeTDRDBGCTRLCommands: "Type TDRDBGCTRL: commands 3 to 8 without TdrTestMode in the registry" => NOT_SUPPORTED;
-        TypeVIDSCHCommand: "Type VIDSCH: command 2, or command 3 without Flags.HardwareAccess" => INVALID_PARAMETER;
-        TypeDEVICEPrivateDriverDataSize: "Type DEVICE: PrivateDriverDataSize under 12 or hDevice 0" => INVALID_PARAMETER;
-        TypeDMMOUTPUTDUPL: "Type DMM, OUTPUTDUPL_SNAPSHOT, OUTPUTDUPL_DIAGNOSTICS or MODES_PRUNED_OUT (also \
-            through ACTIVATE_SPECIFIC_DIAG) on an adapter without a display core" => NOT_SUPPORTED;
-        TypeDEBUGSNAPSHOT: "Type DEBUG_SNAPSHOT: PrivateDriverDataSize under 8" => INVALID_PARAMETER;
-        TypeBDDPNP: "Type BDD_PNP to an adapter that is not the basic display driver's" => GRAPHICS_INVALID_DISPLAY_ADAPTER;
-        TypeACTIVATESPECIFIC: "Type ACTIVATE_SPECIFIC_DIAG: PrivateDriverDataSize not 8, or the first dword \
-            neither 0 nor MODES_PRUNED_OUT" => INVALID_PARAMETER;
-        TypeWHQLINFO: "Type WHQL_INFO: PrivateDriverDataSize under 4" => INVALID_PARAMETER;
-        TypeBRIGHTNESSWithout: "Type BRIGHTNESS without Flags.HardwareAccess or with PrivateDriverDataSize under \
-            0x60C" => INVALID_PARAMETER;
-        TypeEDIDCACHE: "Type EDID_CACHE: PrivateDriverDataSize under 4 or not its first dword + 4" => INVALID_PARAMETER;
-        TypeHISTORYBUFFER: "Type HISTORY_BUFFER_STATUS: PrivateDriverDataSize under 8 or hDevice 0" => INVALID_PARAMETER;
-        TypeMIRACASTADAPTER: "Type MIRACAST_ADAPTER_DIAG_INFO: PrivateDriverDataSize not 32" => INVALID_PARAMETER;
-        TypePROCESSVERIFIER: "Type PROCESS_VERIFIER_OPTION or ADAPTER_VERIFIER_OPTION: under 0x20 bytes, or a \
-            field out of its range" => INVALID_PARAMETER;
-        TypeDODSET: "Type DOD_SET_DIRTYRECT_MODE to an adapter with a render core, or \
-            GET_DISPLAY_CONFIGURATIONS to one without a display core" => INVALID_PARAMETER;
-        TypeQUERYIOMMU: "Type QUERY_IOMMU_STATUS or QUERY_DMA_REMAPPING_STATUS: PrivateDriverDataSize 0" => INVALID_PARAMETER;
-        TypeBelowH2: "a Type below 1024 that 24H2 does not know (7, 19, 22, 26, 35, 40 and up)" => INVALID_PARAMETER;
-    }
-}
-
 /// `D3DKMTEscape`'s row of the thunk catalog ([`super::catalog`]).
 pub const ESCAPE: Thunk = Thunk {
     name: "D3DKMTEscape",
@@ -151,7 +65,7 @@ pub const ESCAPE: Thunk = Thunk {
         src("DxgkEscape", 0x140419AB0),
         src("DxgkpDriverKnownEscape", 0x1403C1B14),
     ]),
-    checks: ESCAPE_CHECKS,
+    checks: types::ESCAPE_CHECKS_ROW,
     written_back: &[
         "pPrivateDriverData: the kernel copy as the driver or the known escape left it, on \
          any NT_SUCCESS status (not on STATUS_BUFFER_OVERFLOW)",
@@ -213,48 +127,65 @@ pub fn dxgk_escape(
     t: &dyn EscapeCaller,
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
-    let bad = st(STATUS_INVALID_PARAMETER);
+    type C = EscapeCheck;
     let signing = m.os_config().test_signing;
     let size = a.PrivateDriverDataSize;
     if a.Type >= types::WIN32K_START {
         // 24H2 hands these to Win32k (the process's callback); the simulation has no Win32k.
-        return Err(st(STATUS_NOT_SUPPORTED));
+        return Err(gap(STATUS_NOT_SUPPORTED));
     }
     if matches!(a.Type, ESCAPE_VIDMM | ESCAPE_VIDSCH | 28 | 29) && !signing {
-        return Err(st(STATUS_ACCESS_DENIED));
+        return Err(C::TypeVIDMMVIDSCH.refuse());
     }
     if a.Type == ESCAPE_VIDMM && size < VIDMM_MIN {
-        return Err(bad);
+        return Err(C::TypeVIDMMPrivateDriverDataSize.refuse());
     }
     if size > MAX_PRIVATE_DATA {
-        return Err(st(STATUS_NO_MEMORY));
+        return Err(C::PrivateDriverDataSizeOverX200.refuse());
     }
     let mut data = match (size, a.pPrivateDriverData) {
         (0, _) => Vec::new(),
-        (_, 0) => return Err(st(crate::dxgkrnl::kmtest::STATUS_ACCESS_VIOLATION)),
+        (_, 0) => return Err(C::PPrivateDriverDataReadablePrivateDriverDataSize.refuse()),
         (n, at) => mem.read(at, n)?,
     };
     let known = a.Flags & DRIVER_KNOWN_ESCAPE != 0;
     let hw = a.Flags & HARDWARE_ACCESS != 0;
     if known && (a.Type != ESCAPE_DRIVERPRIVATE || a.hAdapter == 0 || hw) {
-        return Err(bad);
+        return Err(C::FlagsDriverKnownEscapeType.refuse());
     }
     if let Some(r) = types::before_handles(a, &data, signing) {
         return r;
     }
-    let i = t.adapter(a.hAdapter).ok_or(bad)?;
+    let i = t
+        .adapter(a.hAdapter)
+        .ok_or(C::HAdapterAdapterHandle.refuse())?;
     let device = match a.hDevice {
         0 => None,
-        h => Some(t.device(h).filter(|d| d.adapter == i).ok_or(bad)?),
+        h => Some(
+            t.device(h)
+                .filter(|d| d.adapter == i)
+                .ok_or(C::HDeviceDeviceHAdapter.refuse())?,
+        ),
     };
     if a.hContext != 0 && !device.is_some_and(|d| context_of(m, &d, a.hContext)) {
-        return Err(bad);
+        return Err(C::HContextContextHDevice.refuse());
     }
-    if a.Flags & (RESERVED | RESERVED2 | VIRTUAL_MACHINE_DATA) != 0 {
-        return Err(bad);
+    if a.Flags & (RESERVED | RESERVED2) != 0 {
+        return Err(C::AdapterDDIVersion.refuse());
+    }
+    if a.Flags & VIRTUAL_MACHINE_DATA != 0 {
+        return Err(C::AdapterDDIVersion2.refuse());
     }
     types::before_access(a, &data)?;
-    let removed = st(STATUS_DEVICE_REMOVED);
+    // A driver-private escape that takes no adapter access only reads the adapter's state;
+    // either way an adapter not active is refused.
+    let removed = if a.Type == ESCAPE_DRIVERPRIVATE
+        && a.Flags & (DRIVER_COMMON_ESCAPE | NO_ADAPTER_SYNCHRONIZATION) != 0
+    {
+        C::DRIVERPRIVATEWithoutAdapter.refuse()
+    } else {
+        C::AdapterActiveStarted.refuse()
+    };
     let shared = m.adapter_shared(i).map_err(|_| removed)?;
     if !m.adapter_started(i) || crate::ums::adapter_removed(shared) {
         return Err(removed);
@@ -283,11 +214,11 @@ pub fn dxgk_escape(
         .unwrap_or(ProcessId(0));
     let shared = m
         .adapter_shared(i)
-        .map_err(|_| st(STATUS_DEVICE_REMOVED))?
+        .map_err(|_| C::AdapterActiveStarted.refuse())?
         .clone();
     let mut out = |at: u64, bytes: &[u8]| mem.write(at, bytes).map_err(|NtStatus(s)| s);
     let s = crate::dxgkrnl::kmtest::build_test_command_buffer(&shared, pid, &mut data, &mut out)
-        .map_err(|_| st(STATUS_UNSUCCESSFUL))?;
+        .map_err(super::process::status)?;
     if s < 0 {
         return Err(st(s));
     }
@@ -306,25 +237,30 @@ fn driver_private(
     a: &D3DKMT_ESCAPE,
     data: &mut [u8],
 ) -> Result<(), NtStatus> {
-    let bad = st(STATUS_INVALID_PARAMETER);
-    let shared = m.adapter_shared(i).map_err(|_| st(STATUS_DEVICE_REMOVED))?;
+    type C = EscapeCheck;
+    let shared = m
+        .adapter_shared(i)
+        .map_err(|_| C::AdapterActiveStarted.refuse())?;
     let escape = ddi::table_slot!(shared, DxgkDdiEscape)
         .ok()
         .flatten()
-        .ok_or(st(STATUS_NOT_SUPPORTED))?;
+        .ok_or(C::DRIVERPRIVATEDriverHas.refuse())?;
     if data.is_empty() {
-        return Err(bad);
+        return Err(C::DRIVERPRIVATEPrivateDriverDataSizePPrivateDriverData.refuse());
     }
     if a.Flags & DRIVER_COMMON_ESCAPE != 0 {
-        return Err(st(STATUS_NOT_SUPPORTED));
+        return Err(C::DRIVERPRIVATEFlagsDriverCommonEscape.refuse());
     }
+    // The handles were checked above; one destroyed since is refused as the check does.
+    let bad_device = C::HDeviceDeviceHAdapter.refuse();
+    let bad_context = C::HContextContextHDevice.refuse();
     let (kmd_device, kmd_process, kmd_context) = match device {
         Some(d) => {
             let os = lock(&shared.ums);
-            let kmd_device = os.devices.get(&d.device).ok_or(bad)?.kmd;
+            let kmd_device = os.devices.get(&d.device).ok_or(bad_device)?.kmd;
             let kmd_context = match a.hContext {
                 0 => 0,
-                h => os.contexts.get(&h).ok_or(bad)?.kmd,
+                h => os.contexts.get(&h).ok_or(bad_context)?.kmd,
             };
             drop(os);
             let process = lock(&shared.mm.vidmm).process(d.pid).map(|(k, _, _)| k);
@@ -336,7 +272,8 @@ fn driver_private(
         hDevice: kmd_device as HANDLE,
         Flags: a.Flags,
         pPrivateDriverData: data.as_mut_ptr().cast(),
-        PrivateDriverDataSize: u32::try_from(data.len()).map_err(|_| bad)?,
+        PrivateDriverDataSize: u32::try_from(data.len())
+            .map_err(|_| C::PrivateDriverDataSizeOverX200.refuse())?,
         hContext: kmd_context as HANDLE,
         hKmdProcessHandle: kmd_process as HANDLE,
     };
