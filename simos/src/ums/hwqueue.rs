@@ -34,7 +34,7 @@ use super::host::UmsHost;
 use super::kmd::{check_kmd_handle, destroy_kmd, needed_ddi};
 use super::locks::{dev_guard, device_lock};
 use super::lookup::invalid_handle;
-use super::power::node_active_in_d0;
+use super::power::{node_active_in_d0, take_if_f0, NodeActive};
 use crate::state::ums::events::UmsEvent;
 use crate::state::ums::{new_handle, DxgHwQueue, HwqSched, Pending, QueueObj};
 
@@ -787,9 +787,12 @@ fn submit_admitted(
     p: Packet,
     admit: impl FnOnce(Option<SubmitKind>) -> Result<(), SimError>,
 ) -> Result<(), SimError> {
-    // Everything the submission reads of the queue, its device and context, in one look.
-    let (last, context, root_current, node, target) = {
-        let os = lock(&a.ums);
+    // Everything the submission reads of the queue, its device and context, in one look,
+    // which also takes the node's active reference when no F-state change needs the F-state
+    // lock (`power::take_if_f0`).
+    let (last, context, root_current, node, target, early) = {
+        let mut guard = lock(&a.ums);
+        let os = &*guard;
         let q = os.queues.get(&queue).filter(|q| q.device == device);
         let c = q.and_then(|q| os.contexts.get(&q.context));
         admit(q.map(|q| SubmitKind {
@@ -804,13 +807,10 @@ fn submit_admitted(
         }
         os.vidsch_device_live(device)?;
         let current = c.is_some_and(|c| super::root::root_current(a, c));
-        (
-            q.last_queued.clone(),
-            q.context,
-            current,
-            q.node,
-            RawTarget::of(q),
-        )
+        let (last, context, node, target) =
+            (q.last_queued.clone(), q.context, q.node, RawTarget::of(q));
+        let early = take_if_f0(&mut guard, node).then(|| NodeActive::counted(a, node));
+        (last, context, current, node, target, early)
     };
     // The context's root, when VidSch has not sent it yet (24H2 `M:VidSchSubmitCommandToHwQueue`
     // @0x140048F00, for every packet but a present, held or not); a compare while no
@@ -835,16 +835,27 @@ fn submit_admitted(
                 bytes: p.bytes,
             });
             drop(st);
-            lock(&a.ums).events.push(UmsEvent::SubmitHeld {
+            let mut os = lock(&a.ums);
+            os.events.push(UmsEvent::SubmitHeld {
                 queue,
                 value: p.value,
             });
+            // Held work takes its reference when the pump sends it.
+            if let Some(e) = early {
+                e.release_in(&mut os);
+            }
             return Ok(());
         }
     }
     // UM-13: the node's component is activated (F0), the adapter brought to D0 first, before
     // the kernel-mode submission and held until the last-queued value is recorded below.
-    let active = node_active_in_d0(a, node)?;
+    let active = match early {
+        Some(e) => {
+            e.engine_running()?;
+            e
+        }
+        None => node_active_in_d0(a, node)?,
+    };
     let (submit, status) = submit_to_driver(a, &target, &p, m.os_config().submit_irql)?;
     if status < 0
         && status != STATUS_NOT_IMPLEMENTED

@@ -76,7 +76,9 @@
 //!   changes (UM-13) take the adapter's `ums_fstate` (after `ums_seq` when both are held, before
 //!   `ums`, VidSch's TDR state and VidMm's lock, never the other way round): an active reference
 //!   (`node_active`: F0, then the count) and the F1 decision (idle check, then F1) are each
-//!   atomic under it, so F1 never lands between a reference's F0 and its work.
+//!   atomic under it, so F1 never lands between a reference's F0 and its work. A kernel-mode
+//!   submission counts its reference in its first look at the queue instead when the node is
+//!   F0 with no change under way (`power::take_if_f0`): an F1 decided past that count declines.
 //! - UM-17: [`Machine::exit_process`]: per queue disconnect, wait for the last-queued progress
 //!   value (a queue that never completes is a simulation error), destroy doorbell, queue,
 //!   allocations, context, device.

@@ -44,6 +44,42 @@ impl Drop for NodeActive<'_> {
     }
 }
 
+impl<'a> NodeActive<'a> {
+    /// The reference [`take_if_f0`] counted in its caller's look (dropping it gives the count
+    /// back).
+    pub(crate) fn counted(a: &'a AdapterShared, node: u32) -> Self {
+        NodeActive { a, node }
+    }
+
+    /// The check [`node_active_in_d0`] makes of a node found in F0: the driver did not leave
+    /// its engine power-gated.
+    pub(crate) fn engine_running(&self) -> Result<(), SimError> {
+        gated_in_f0(self.a, self.node)
+    }
+}
+
+/// The fast path of [`node_active_in_d0`], in a look its caller makes of `os` anyway: counts
+/// an active reference on `node` only when the adapter is in D0 and the node in F0 with no
+/// F-state change under way and no F1 request deferred (which [`count_active`] would drop);
+/// else `false`, nothing counted: the caller takes the slow path.
+/// No F-state lock is needed then: an F1 is decided only with no reference counted, and its
+/// decision marks the change ([`set_fstate_locked`]) in the same look as it re-reads the
+/// count, so either the F1 sees this reference and declines, or this look sees the change.
+/// The caller holds the count as a [`NodeActive::counted`].
+pub(crate) fn take_if_f0(os: &mut crate::state::ums::UmsOs, node: u32) -> bool {
+    let i = node as usize;
+    let f0 = os.power != Power::D3
+        && os.fstate.get(i) == Some(&0)
+        && os.fstate_changing.get(i) == Some(&false)
+        && os.f1_deferred.is_empty();
+    if f0 {
+        if let Some(n) = os.node_active.get_mut(i) {
+            *n = n.saturating_add(1);
+        }
+    }
+    f0
+}
+
 fn release(os: &mut crate::state::ums::UmsOs, node: u32) {
     if let Some(n) = os.node_active.get_mut(node as usize) {
         *n = n.saturating_sub(1);
@@ -186,7 +222,7 @@ pub(crate) fn cb_component_active(a: &AdapterShared, component: u32) {
         count
     };
     if count == 1 {
-        if let Err(e) = set_fstate_locked(a, node, 0).and_then(|()| check_not_gated(a, node)) {
+        if let Err(e) = set_fstate_locked(a, node, 0).and_then(|_| check_not_gated(a, node)) {
             a.state.raise_sim_error(e.to_string());
         }
     }
@@ -261,31 +297,43 @@ fn gated_in_f0(a: &AdapterShared, node: u32) -> Result<(), SimError> {
 /// status outside the wrapper's allow-list (BR-108, \[D\]
 /// `DXGADAPTER::PowerRuntimeComponentIdleStateCallback_Worker`); a failed F0 shows up as a gated
 /// engine at the next active reference.
-pub(super) fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Result<(), SimError> {
-    let (current, component) = {
-        let os = lock(&a.ums);
+///
+/// A change away from F0 is declined (`Ok(false)`, nothing changed) when an active reference
+/// is counted in the look that decides it: [`take_if_f0`] counts one without the F-state lock.
+/// The decision marks the change under way, so no reference is counted past it without the
+/// F-state lock. Otherwise `Ok(true)`: the node is in `fstate`.
+pub(super) fn set_fstate_locked(
+    a: &AdapterShared,
+    node: u32,
+    fstate: u32,
+) -> Result<bool, SimError> {
+    let i = node as usize;
+    let component = {
+        let mut os = lock(&a.ums);
         let component = if os.runtime_pm {
-            os.node_component.get(node as usize).copied().flatten()
+            os.node_component.get(i).copied().flatten()
         } else {
             None
         };
-        (os.fstate.get(node as usize).copied(), component)
-    };
-    if current == Some(fstate) || current.is_none() {
-        return Ok(());
-    }
-    let f = ddi::table_slot!(a, DxgkDdiSetPowerComponentFState)?;
-    let called = match (f, component) {
-        (Some(f), Some(component)) => {
-            let ctx = a.context();
-            let status = f.passive_unaudited(a, (ctx, component, fstate))?;
-            crate::adapter::ddi::triage_status(a, f.routine(), status);
-            true
+        let current = os.fstate.get(i).copied();
+        if current == Some(fstate) || current.is_none() {
+            return Ok(true);
         }
-        _ => false,
+        if fstate != 0 && os.node_active.get(i).is_some_and(|&n| n > 0) {
+            return Ok(false);
+        }
+        if let Some(c) = os.fstate_changing.get_mut(i) {
+            *c = true;
+        }
+        component
     };
+    let called = call_set_fstate(a, component, fstate);
     let mut os = lock(&a.ums);
-    if let Some(s) = os.fstate.get_mut(node as usize) {
+    if let Some(c) = os.fstate_changing.get_mut(i) {
+        *c = false;
+    }
+    let called = called?;
+    if let Some(s) = os.fstate.get_mut(i) {
         *s = fstate;
     }
     os.events.push(UmsEvent::SetFState {
@@ -293,7 +341,26 @@ pub(super) fn set_fstate_locked(a: &AdapterShared, node: u32, fstate: u32) -> Re
         fstate,
         called,
     });
-    Ok(())
+    Ok(true)
+}
+
+/// `DxgkDdiSetPowerComponentFState(component, fstate)` when the driver has the DDI and the
+/// node a component; whether it was called.
+fn call_set_fstate(
+    a: &AdapterShared,
+    component: Option<u32>,
+    fstate: u32,
+) -> Result<bool, SimError> {
+    let f = ddi::table_slot!(a, DxgkDdiSetPowerComponentFState)?;
+    Ok(match (f, component) {
+        (Some(f), Some(component)) => {
+            let ctx = a.context();
+            let status = f.passive_unaudited(a, (ctx, component, fstate))?;
+            crate::adapter::ddi::triage_status(a, f.routine(), status);
+            true
+        }
+        _ => false,
+    })
 }
 
 /// Start: the components `dxgkrnl::power` registered (every component in index order, and
@@ -618,4 +685,38 @@ pub(crate) fn power_up(a: &AdapterShared) -> Result<(), SimError> {
     }
     power_up_if_needed(a)?;
     resume_power_suspended(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::{MachineConfig, Mode};
+
+    /// UM-13: a submission's reference counted without the F-state lock (`take_if_f0`) holds
+    /// the node in F0: an F1 decided past it declines and changes nothing; once it is given
+    /// back the F1 goes through, and no reference is counted that way on a node in F1.
+    #[test]
+    fn um_13_f1_declines_past_a_reference_counted_without_the_fstate_lock() {
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        assert!(take_if_f0(&mut lock(&a.ums), 0));
+        let held = NodeActive::counted(&a, 0);
+        {
+            let _f = lock(&a.ums_fstate);
+            assert!(!set_fstate_locked(&a, 0, 1).expect("F1"), "declined");
+        }
+        assert_eq!(lock(&a.ums).fstate.first(), Some(&0));
+        drop(held);
+        {
+            let _f = lock(&a.ums_fstate);
+            assert!(set_fstate_locked(&a, 0, 1).expect("F1"));
+        }
+        assert_eq!(lock(&a.ums).fstate.first(), Some(&1));
+        assert!(!take_if_f0(&mut lock(&a.ums), 0), "F1: the slow path");
+        assert_eq!(lock(&a.ums).node_active.first(), Some(&0));
+    }
 }

@@ -144,6 +144,7 @@ pub(crate) fn query_at_start(
     os.power_components = Vec::new();
     os.power = Power::D0;
     os.fstate = vec![0; nodes as usize];
+    os.fstate_changing = vec![false; nodes as usize];
     Ok(())
 }
 

@@ -183,18 +183,22 @@ pub(super) fn engine_to_f1(
     }
     // F1 only when idle (UM-13: "an idle engine asks for F1"; PoFx idles a component only
     // when no active reference holds it, and VidSch holds one while it has work for the
-    // node): checked under the F-state lock, which every active reference takes too.
+    // node): checked under the F-state lock, which every active reference takes unless it
+    // finds the node in F0 with no change under way; such a reference counted after the idle
+    // check makes the F1 itself decline (`set_fstate_locked`): busy as well.
     let _f = lock(&a.ums_fstate);
-    if node_busy(a, node, dma_pending) {
-        let mut os = lock(&a.ums);
-        os.events.push(UmsEvent::F1Declined { node });
-        if !os.f1_deferred.contains(&node) {
-            os.f1_deferred.push(node);
+    if !node_busy(a, node, dma_pending) {
+        lock(&a.ums).f1_deferred.retain(|&n| n != node);
+        if set_fstate_locked(a, node, 1)? {
+            return Ok(());
         }
-        return Ok(());
     }
-    lock(&a.ums).f1_deferred.retain(|&n| n != node);
-    set_fstate_locked(a, node, 1)
+    let mut os = lock(&a.ums);
+    os.events.push(UmsEvent::F1Declined { node });
+    if !os.f1_deferred.contains(&node) {
+        os.f1_deferred.push(node);
+    }
+    Ok(())
 }
 
 /// The deferred F1 requests of nodes that are idle now. Returns whether one ran.

@@ -530,6 +530,10 @@ pub struct UmsOs {
     pub(crate) power: Power,
     /// Each node's F-state as PoFx holds it (0 = F0); every node starts in F0.
     pub(crate) fstate: Vec<u32>,
+    /// Nodes whose F-state change is under way (set in the look that decides it, cleared in
+    /// the one that records it): an active reference taken without the F-state lock
+    /// ([`crate::ums::power`]'s fast path) needs F0 with no change in flight.
+    pub(crate) fstate_changing: Vec<bool>,
     /// Node → the `DXGK_POWER_COMPONENT_INDEX` of its engine component, if the driver
     /// registered one (`dxgkrnl::power`).
     pub(crate) node_component: Vec<Option<u32>>,
@@ -625,6 +629,7 @@ impl Default for UmsOs {
             runtime_pm: false,
             power: Power::D0,
             fstate: Vec::new(),
+            fstate_changing: Vec::new(),
             node_component: Vec::new(),
             node_active: Vec::new(),
             driver_active: Vec::new(),
