@@ -16,7 +16,9 @@
 
 use object::pe;
 
-use crate::pe::{arena, cpu, image};
+use crate::pe::arena;
+use crate::pe::cpu;
+use crate::pe::image;
 
 /// A process's mapping of the DLL, registered with the processors; its addresses are never
 /// handed out again once it drops.

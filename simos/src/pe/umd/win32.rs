@@ -16,14 +16,14 @@
 //! - ETW (`EventRegister` …): registration succeeds, no session ever enables the provider
 //!   (`EventProviderEnabled` is FALSE), so the DLL writes no events.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::gdi32::{wait_group, WaitGroup};
 use super::guest;
-use super::UserProcess;
+use super::process::{Handler, UserProcess};
+use super::wait_group::wait_group;
+use super::win32_state::{Event, Win32State};
 use crate::base::lock::lock;
 use crate::pe::cpu::{StubResult, STATUS_ACCESS_VIOLATION};
 
@@ -44,54 +44,7 @@ const FALSE: u64 = 0;
 /// `ERROR_SUCCESS`.
 const ERROR_SUCCESS: u64 = 0;
 
-/// An event object.
-#[derive(Default)]
-pub(super) struct Event {
-    state: Mutex<EventState>,
-    cv: Condvar,
-}
-
-#[derive(Default)]
-struct EventState {
-    manual_reset: bool,
-    signalled: bool,
-    /// CPU waits the OS registered to signal this event
-    /// (`D3DKMTWaitForSynchronizationObjectFromCpu` with `hAsyncEvent`).
-    fence_waits: Vec<WaitGroup>,
-}
-
-impl Event {
-    /// Registers a CPU wait that signals the event once it is released. Waits registered
-    /// earlier that the OS released already have signalled the event (each registration
-    /// signals it on its own release) and are dropped, so an event nobody waits on does not
-    /// collect them.
-    pub(super) fn add_fence_waits(&self, wait: WaitGroup) {
-        let mut st = lock(&self.state);
-        let before = st.fence_waits.len();
-        st.fence_waits.retain(|g| !g.released());
-        if st.fence_waits.len() != before {
-            st.signalled = true;
-        }
-        st.fence_waits.push(wait);
-        drop(st);
-        self.cv.notify_all();
-    }
-}
-
-/// The kernel32 state of a process.
-#[derive(Default)]
-pub(super) struct Win32State {
-    heap: Mutex<HashMap<usize, std::alloc::Layout>>,
-    events: Mutex<HashMap<u64, Arc<Event>>>,
-    next_handle: AtomicU64,
-    registrations: AtomicU64,
-}
-
 impl Win32State {
-    pub(super) fn heap_blocks(&self) -> usize {
-        lock(&self.heap).len()
-    }
-
     pub(super) fn free_heap(&self) {
         for (p, l) in lock(&self.heap).drain() {
             // SAFETY: a block this heap allocated with layout `l`; the process is gone, so
@@ -99,13 +52,7 @@ impl Win32State {
             unsafe { std::alloc::dealloc(p as *mut u8, l) };
         }
     }
-
-    pub(super) fn event(&self, h: u64) -> Option<Arc<Event>> {
-        lock(&self.events).get(&h).cloned()
-    }
 }
-
-type Handler = super::Handler;
 
 /// The routine behind `module!name`.
 pub(crate) fn import(module: &str, name: &str) -> Option<Handler> {

@@ -7,7 +7,7 @@ use std::mem::offset_of;
 
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
-use super::{args, bad, guest, nt, probe_out, put, sim_status, GuestMemory, Status};
+use super::common::{args, bad, nt, probe_out, put, sim_status, GuestMemory, Status};
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::kmt::adapter::{
@@ -19,7 +19,8 @@ use crate::kmt::device::{
 };
 use crate::kmt::escape::{dxgk_escape, EscapeCaller, D3DKMT_ESCAPE};
 use crate::kmt::feature::nt_dxgk_is_feature_enabled;
-use crate::pe::umd::{Device, UserProcess};
+use crate::pe::umd::guest;
+use crate::pe::umd::process::{Device, UserProcess};
 use crate::ums::UmsProcess;
 use rvgpu_ddi::d3dkmt::{
     D3DKMT_CLOSEADAPTER, D3DKMT_DESTROYDEVICE, D3DKMT_ENUMADAPTERS2, D3DKMT_ISFEATUREENABLED,

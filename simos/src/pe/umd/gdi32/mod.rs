@@ -21,72 +21,38 @@
 //! structure names no device (`hHwQueue`, `hDoorbell`, `hContext`, `hSyncObject`,
 //! `hPagingQueue`) reach the right one.
 
-use std::mem::{offset_of, size_of};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::mem::offset_of;
 
-use zerocopy::{FromBytes, Immutable, IntoBytes};
+use zerocopy::IntoBytes;
 
-use super::{guest, Device, UserProcess};
+use super::guest;
+use super::process::{Handler, UserProcess};
 use crate::base::lock::lock;
-use crate::kmt::SimKmt;
-use crate::pe::cpu::{self, StubResult};
-use crate::sync::fence::{SimEvent, WaitOutcome};
-use crate::ums::DoorbellCpuState;
-use rvgpu_ddi::d3dkmt::{
-    D3DDDI_DESTROYPAGINGQUEUE, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE,
-    D3DKMT_DESTROYSYNCHRONIZATIONOBJECT,
-};
-use rvgpu_ddi::ntstatus;
-
-// The statuses the thunks return, as the `u32` the bridge hands the DLL; the values are
-// ntstatus.h's.
-/// `STATUS_UNSUCCESSFUL`.
-pub const STATUS_UNSUCCESSFUL: u32 = ntstatus::STATUS_UNSUCCESSFUL as u32;
-const STATUS_INVALID_PARAMETER: u32 = ntstatus::STATUS_INVALID_PARAMETER as u32;
-const STATUS_ACCESS_VIOLATION: u32 = ntstatus::STATUS_ACCESS_VIOLATION as u32;
-const STATUS_NOT_SUPPORTED: u32 = ntstatus::STATUS_NOT_SUPPORTED as u32;
-const STATUS_NO_MEMORY: u32 = ntstatus::STATUS_NO_MEMORY as u32;
-/// What a blocking CPU wait returns when the simulated OS's wait limit passes (the same
-/// status [`crate::kmt::SimKmt`]'s waits return).
-const STATUS_IO_TIMEOUT: u32 = ntstatus::STATUS_IO_TIMEOUT as u32;
-
-/// Most allocations per `D3DKMTDestroyAllocation2` / `D3DKMTMakeResident` here (the DLL
-/// passes one; a bound keeps the copies small).
-const MAX_ALLOCATIONS: u32 = 256;
-
-type Handler = super::Handler;
+use crate::pe::cpu::StubResult;
+use rvgpu_ddi::d3dkmt::{D3DDDI_DESTROYPAGINGQUEUE, D3DKMT_DESTROYCONTEXT, D3DKMT_DESTROYHWQUEUE};
 
 mod adapter;
+mod common;
 mod doorbell;
+pub(super) mod doorbell_page;
 mod sync;
 mod va;
 use adapter::{
     close_adapter, create_device, destroy_device, enum_adapters2, escape, get_device_state,
     is_feature_enabled, open_adapter_from_luid,
 };
-pub(super) use doorbell::DoorbellPage;
+pub use common::STATUS_UNSUCCESSFUL;
+use common::*;
 use doorbell::{connect_doorbell, create_doorbell, destroy_doorbell, notify_work_submission};
 use sync::{
     create_native_fence, create_synchronization_object2, destroy_synchronization_object,
     open_native_fence_from_nt_handle, share_objects, signal_from_cpu, submit_signal_to_hw_queue,
     submit_wait_to_hw_queue, wait_from_cpu,
 };
-pub(super) use sync::{wait_group, WaitGroup};
 use va::{
     free_gpu_virtual_address, map_gpu_virtual_address, reserve_gpu_virtual_address,
     update_gpu_virtual_address,
 };
-type Status = Result<(), u32>;
-
-fn status_of(r: Status) -> StubResult {
-    StubResult::Return(u64::from(match r {
-        Ok(()) => 0,
-        Err(s) => s,
-    }))
-}
-
 /// A thunk as a stub handler: its argument pointer is RCX.
 macro_rules! thunk {
     ($f:path) => {
@@ -171,85 +137,6 @@ pub(super) const RUNTIME: &[(&str, Handler)] = &[
 ];
 
 // ---------------------------------------------------------------------------------------------
-// Reading and writing the DLL's structures.
-
-fn bad(b: guest::Bad) -> u32 {
-    match b {
-        guest::Bad::Null => STATUS_INVALID_PARAMETER,
-        guest::Bad::Fault => STATUS_ACCESS_VIOLATION,
-    }
-}
-
-/// The argument structure at `at`.
-fn args<T: FromBytes>(at: u64) -> Result<T, u32> {
-    guest::read(at).map_err(bad)
-}
-
-/// The probe for a structure the thunk writes into: writable throughout, before any work.
-fn probe_out<T>(at: u64) -> Status {
-    if guest::writable(at, size_of::<T>()) {
-        Ok(())
-    } else {
-        Err(STATUS_ACCESS_VIOLATION)
-    }
-}
-
-/// Writes `v` at byte `offset` of the structure at `at` (an output member).
-fn put<T: IntoBytes + Immutable>(at: u64, offset: usize, v: &T) -> Status {
-    guest::write(at.wrapping_add(offset as u64), v).map_err(bad)
-}
-
-/// `count` items of the array the DLL passed at `at`, bounded by `max`.
-fn array<T: FromBytes>(at: u64, count: u32, max: u32) -> Result<Vec<T>, u32> {
-    if count > max {
-        return Err(STATUS_INVALID_PARAMETER);
-    }
-    guest::read_array(at, count as usize).map_err(bad)
-}
-
-fn nt(s: rvgpu_umd::kmt::NtStatus) -> u32 {
-    s.0 as u32
-}
-
-// ---------------------------------------------------------------------------------------------
-// Handles.
-
-impl UserProcess {
-    /// The device `h` of this process.
-    fn device(&self, h: u32) -> Result<Device, u32> {
-        lock(&self.handles)
-            .devices
-            .get(&h)
-            .copied()
-            .ok_or(STATUS_INVALID_PARAMETER)
-    }
-
-    /// The device that owns object `h` of this process.
-    fn owner(&self, h: u32) -> Result<Device, u32> {
-        let hs = lock(&self.handles);
-        hs.owner
-            .get(&h)
-            .and_then(|d| hs.devices.get(d))
-            .copied()
-            .ok_or(STATUS_INVALID_PARAMETER)
-    }
-
-    fn record(&self, h: u32, device: u32) {
-        let mut hs = lock(&self.handles);
-        hs.owner.insert(h, device);
-        hs.sync_flags.remove(&h);
-    }
-
-    fn forget(&self, h: u32) {
-        lock(&self.handles).owner.remove(&h);
-    }
-
-    fn kmt(&self, d: Device) -> SimKmt<'_> {
-        self.machine.kmt(&d.sim)
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Adapters and devices.
 
 /// `D3DKMTQueryAdapterInfo`: the structure as the caller wrote it to the thunk's kernel entry
@@ -266,10 +153,6 @@ fn query_adapter_info(p: &UserProcess, at: u64) -> Status {
         &GuestMemory,
     )
     .map_err(nt)
-}
-
-fn sim_status(e: &crate::SimError) -> u32 {
-    e.status().map_or(STATUS_UNSUCCESSFUL, |s| s as u32)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -345,19 +228,6 @@ fn create_context_virtual(p: &UserProcess, at: u64) -> Status {
         offset_of!(D3DKMT_CREATECONTEXTVIRTUAL, hContext),
         &a.hContext,
     )
-}
-
-/// The DLL's process memory as a thunk's kernel entry reads and writes it (the entry bounds
-/// what it captures, as 24H2's does).
-struct GuestMemory;
-
-impl crate::kmt::context_virtual::CallerMemory for GuestMemory {
-    fn read(&self, at: u64, size: u32) -> Result<Vec<u8>, rvgpu_umd::kmt::NtStatus> {
-        guest::read_capture(at, size as usize).map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))
-    }
-    fn write(&self, at: u64, bytes: &[u8]) -> Result<(), rvgpu_umd::kmt::NtStatus> {
-        guest::write_bytes(at, bytes).map_err(|b| rvgpu_umd::kmt::NtStatus(bad(b) as i32))
-    }
 }
 
 /// `D3DKMTDestroyContext`.

@@ -1,8 +1,15 @@
 //! The sync-object thunks: `D3DKMTDestroySynchronizationObject`,
 //! `D3DKMTSignalSynchronizationObjectFromCpu`, `D3DKMTWaitForSynchronizationObjectFromCpu`
-//! (and the wait groups behind its event form) and `D3DKMTCreateNativeFence`.
+//! and `D3DKMTCreateNativeFence`.
 
-use super::*;
+use zerocopy::IntoBytes;
+
+use super::common::*;
+use crate::base::lock::lock;
+use crate::pe::umd::guest;
+use crate::pe::umd::process::UserProcess;
+use crate::pe::umd::wait_group::{wait_group, WaitGroup};
+use rvgpu_ddi::d3dkmt::D3DKMT_DESTROYSYNCHRONIZATIONOBJECT;
 
 /// `D3DKMTDestroySynchronizationObject` of a native or monitored fence this process created or opened.
 /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmthk/nf-d3dkmthk-d3dkmtdestroysynchronizationobject>
@@ -46,59 +53,6 @@ pub(super) fn signal_from_cpu(p: &UserProcess, at: u64) -> Status {
     };
     let a: D3DKMT_SIGNALSYNCHRONIZATIONOBJECTFROMCPU = args(at)?;
     dxgk_signal_synchronization_object_from_cpu(&p.machine, &a, p, &GuestMemory).map_err(nt)
-}
-
-/// One CPU wait the OS registered: released when all (or, `any`, one) of its fence waits are.
-pub(crate) struct WaitGroup {
-    events: Vec<SimEvent>,
-    any: bool,
-}
-
-impl WaitGroup {
-    /// Whether the OS released the wait already (its condition holds, or a fence went away):
-    /// it has signalled its event.
-    pub(crate) fn released(&self) -> bool {
-        let done: Vec<Option<WaitOutcome>> = self.events.iter().map(SimEvent::outcome).collect();
-        let satisfied = |o: &Option<WaitOutcome>| *o == Some(WaitOutcome::Satisfied);
-        done.contains(&Some(WaitOutcome::Abandoned))
-            || if self.any {
-                done.iter().any(satisfied)
-            } else {
-                done.iter().all(satisfied)
-            }
-    }
-}
-
-/// Waits up to `timeout` for `g`: `Some(true)` when the condition holds, `Some(false)` when a
-/// fence went away (the wait is abandoned), `None` when the time passed.
-pub(crate) fn wait_group(m: &crate::Machine, g: &WaitGroup, timeout: Duration) -> Option<bool> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let done: Vec<Option<WaitOutcome>> = g.events.iter().map(SimEvent::outcome).collect();
-        if done.contains(&Some(WaitOutcome::Abandoned)) {
-            return Some(false);
-        }
-        let satisfied = |o: &Option<WaitOutcome>| *o == Some(WaitOutcome::Satisfied);
-        let ok = if g.any {
-            done.iter().any(satisfied)
-        } else {
-            done.iter().all(satisfied)
-        };
-        if ok {
-            return Some(true);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return None;
-        }
-        // Drive (step mode) or sleep (threaded) on the first one still pending, a slice at a
-        // time so that a WaitAny sees another one released.
-        let pending = g.events.iter().find(|e| e.outcome().is_none())?;
-        match m.drive_wait(pending, left.min(Duration::from_millis(20))) {
-            Ok(_) => {}
-            Err(_) => return Some(false),
-        }
-    }
 }
 
 /// `D3DKMTWaitForSynchronizationObjectFromCpu`: the structure as the DLL wrote it to the

@@ -5,13 +5,18 @@
 //! order), resolving the handles in this process's table, and writes back what the entry
 //! gives.
 
-use super::*;
+use std::mem::offset_of;
+
+use super::common::*;
+use crate::base::lock::lock;
 use crate::kmt::gpu_va::{
     dxgk_free_gpu_virtual_address, dxgk_map_gpu_virtual_address, dxgk_reserve_gpu_virtual_address,
     dxgk_update_gpu_virtual_address, VaHandle, D3DDDI_MAPGPUVIRTUALADDRESS,
     D3DDDI_RESERVEGPUVIRTUALADDRESS, D3DDDI_UPDATEGPUVIRTUALADDRESS_OPERATION,
     D3DKMT_FREEGPUVIRTUALADDRESS, D3DKMT_UPDATEGPUVIRTUALADDRESS,
 };
+use crate::pe::umd::guest;
+use crate::pe::umd::process::{Device, UserProcess};
 
 /// A live device of this process on the adapter it opened as `h_adapter`: the VA thunks name
 /// the process's GPU VA space on that adapter, which all its devices there share (24H2's
