@@ -173,6 +173,11 @@ fn current_image() -> Option<Arc<PeImage>> {
     context::current_machine().and_then(|m| image_of(&m))
 }
 
+/// [`current_image`] as the simulated kernel's routines take it.
+fn current_instance() -> Option<Arc<dyn ntoskrnl::Instance>> {
+    current_image().map(|i| i as Arc<dyn ntoskrnl::Instance>)
+}
+
 /// A mapped file: path, length and modification time.
 type FileKey = (PathBuf, u64, std::time::SystemTime);
 
@@ -235,7 +240,7 @@ impl Loaded {
         cpu::register_specials(specials);
         let mut code_page = Vec::new();
         for i in &img.imports {
-            match ntoskrnl::bind(&i.module, &i.name) {
+            match ntoskrnl::bind(&i.module, &i.name, current_instance) {
                 Some(ntoskrnl::Binding::Host(f)) => img.bind(i, stubs.add(&i.name, f)?),
                 Some(ntoskrnl::Binding::Code(bytes)) => code_page.push((i.clone(), bytes)),
                 None => {
@@ -356,11 +361,6 @@ impl PeImage {
     pub fn keep_pool(&self) {
         self.keep_pool
             .store(true, std::sync::atomic::Ordering::Release);
-    }
-
-    /// The address the IOCTL answers with (the simulated `DxgkInitialize`).
-    pub(crate) fn dxgk_initialize_stub(&self) -> usize {
-        self.loaded.dxgk_initialize
     }
 
     /// Runs `DriverEntry(DriverObject, RegistryPath)`.
@@ -853,6 +853,17 @@ fn image_of(state: &MachineState) -> Option<Arc<PeImage>> {
         .pe()
         .cloned()
         .and_then(|image| image.into_any().downcast::<PeImage>().ok())
+}
+
+impl ntoskrnl::Instance for PeImage {
+    fn kernel(&self) -> &ntoskrnl::KernelState {
+        &self.kernel
+    }
+
+    /// The address the IOCTL answers with (the simulated `DxgkInitialize`).
+    fn dxgk_initialize_stub(&self) -> usize {
+        self.loaded.dxgk_initialize
+    }
 }
 
 impl DriverImage for PeImage {

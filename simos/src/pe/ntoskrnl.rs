@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex, Weak};
 use rvgpu_kmd::platform::{Irql, Level};
 
 use super::cpu::{self, StubResult};
-use super::PeImage;
 use crate::adapter::context::{current_machine, irql_above, raise};
 use crate::adapter::kernel::{self};
 use crate::adapter::ktimer;
@@ -78,13 +77,13 @@ pub struct PoolBlock {
 /// A KTIMER the image initialised, with the simulated kernel's timer behind it. Kept (in
 /// [`KernelState`]) for the life of the image instance, so the timer routine's context — this
 /// object — is valid whenever the simulated kernel runs it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PeTimer {
     sim: ktimer::SimTimer,
     /// The KDPC it queues when set.
     dpc: std::sync::atomic::AtomicUsize,
     set: std::sync::atomic::AtomicBool,
-    image: Weak<PeImage>,
+    image: Weak<dyn Instance>,
 }
 
 /// The kernel objects and pool of one image instance.
@@ -145,7 +144,19 @@ impl KernelState {
     }
 }
 
-type Handler = fn(&Arc<PeImage>, &[u64; 12]) -> StubResult;
+/// What the routines need of the image instance they run for (the loader's [`super::PeImage`]):
+/// its kernel objects and pool, and the `DxgkInitialize` stub `IofCallDriver` hands back.
+pub trait Instance: Send + Sync {
+    /// The instance's kernel objects and pool.
+    fn kernel(&self) -> &KernelState;
+    /// The address of the image's `DxgkInitialize` stub.
+    fn dxgk_initialize_stub(&self) -> usize;
+}
+
+/// The instance the calling thread's machine runs (`None` outside any machine).
+pub type CurrentInstance = fn() -> Option<Arc<dyn Instance>>;
+
+type Handler = fn(&Arc<dyn Instance>, &[u64; 12]) -> StubResult;
 
 /// The routines, by import name.
 fn handler(name: &str) -> Option<Handler> {
@@ -221,8 +232,8 @@ pub enum Binding {
 }
 
 /// The binding of `module!name`, or `None` (the load fails with the name). A routine runs on
-/// the calling thread's machine's instance of the image.
-pub fn bind(module: &str, name: &str) -> Option<Binding> {
+/// the calling thread's machine's instance of the image, which `current` finds.
+pub fn bind(module: &str, name: &str, current: CurrentInstance) -> Option<Binding> {
     if module != "ntoskrnl.exe" {
         return None;
     }
@@ -231,7 +242,7 @@ pub fn bind(module: &str, name: &str) -> Option<Binding> {
     }
     let h = handler(name)?;
     Some(Binding::Host(Arc::new(move |w: &[u64; 12]| {
-        let Some(img) = super::current_image() else {
+        let Some(img) = current() else {
             eprintln!("rvgpu-simos: the PE image called ntoskrnl outside any machine");
             return StubResult::Return(0);
         };
@@ -269,7 +280,7 @@ fn unicode_string(p: u64) -> Option<String> {
 /// non-paged at IRQL <= DISPATCH_LEVEL, paged at <= APC_LEVEL; a zero tag is 0xC2/0x9B; NULL
 /// when Verifier's low-resources simulation fails it.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exallocatepool2>
-fn ex_allocate_pool2(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn ex_allocate_pool2(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     let (flags, size, tag) = (w[0], w[1] as usize, w[2] as u32);
     if tag == 0 {
         raise(BugCheck::new(BAD_POOL_CALLER, [BAD_POOL_ZERO_TAG, 0, 0, 0]));
@@ -312,19 +323,19 @@ fn ex_allocate_pool2(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     if p.is_null() {
         return ret(0);
     }
-    lock(&img.kernel.pool).insert(p as usize, PoolBlock { size, tag, layout });
+    lock(&img.kernel().pool).insert(p as usize, PoolBlock { size, tag, layout });
     ret(p as u64)
 }
 
 /// `ExFreePoolWithTag(P, Tag)`: at IRQL <= DISPATCH_LEVEL; a pointer that is not a live
 /// allocation or a wrong tag is 0xC2; freeing memory that holds a set timer is 0xC7.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exfreepoolwithtag>
-fn ex_free_pool_with_tag(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn ex_free_pool_with_tag(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     let (p, tag) = (w[0] as usize, w[1] as u32);
     if irql_above(Irql::Dispatch, 0) {
         return ret(0);
     }
-    let Some(block) = lock(&img.kernel.pool).get(&p).copied() else {
+    let Some(block) = lock(&img.kernel().pool).get(&p).copied() else {
         raise(BugCheck::new(
             BAD_POOL_CALLER,
             [BAD_POOL_FREE_BAD_ADDRESS, p as u64, 0, 0],
@@ -343,7 +354,7 @@ fn ex_free_pool_with_tag(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         ));
         return ret(0);
     }
-    let set_timer = lock(&img.kernel.timers)
+    let set_timer = lock(&img.kernel().timers)
         .iter()
         .find(|(&a, t)| {
             a >= p && a < p + block.size && t.set.load(std::sync::atomic::Ordering::Acquire)
@@ -356,8 +367,8 @@ fn ex_free_pool_with_tag(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         ));
         return ret(0);
     }
-    lock(&img.kernel.pool).remove(&p);
-    lock(&img.kernel.dpcs).retain(|&a, _| !(a >= p && a < p + block.size));
+    lock(&img.kernel().pool).remove(&p);
+    lock(&img.kernel().dpcs).retain(|&a, _| !(a >= p && a < p + block.size));
     // SAFETY: a live allocation of ours with its layout (from the table).
     unsafe { std::alloc::dealloc(p as *mut u8, block.layout) };
     ret(0)
@@ -367,14 +378,14 @@ fn ex_free_pool_with_tag(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 
 /// `KeBugCheckEx`: the machine stops with the driver's code and parameters.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kebugcheckex>
-fn ke_bug_check_ex(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn ke_bug_check_ex(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     raise(BugCheck::new(w[0] as u32, [w[1], w[2], w[3], w[4]]));
     StubResult::NoReturn
 }
 
 /// `DbgPrintEx(ComponentId, Level, Format, ...)`: formatted into the machine's driver log.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-dbgprintex>
-fn dbg_print_ex(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn dbg_print_ex(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     let level = match w[1] {
         0 => Level::Error,
         1 => Level::Warning,
@@ -454,7 +465,7 @@ const IOCTL_DXGK_INITIALIZE_WIN8: u32 = 0x0023_0047;
 /// `ZwLoadDriver` (PASSIVE_LEVEL): dxgkrnl is loaded on a running system, so loading it again
 /// answers `STATUS_IMAGE_ALREADY_LOADED`; any other service is not installed here.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-zwloaddriver>
-fn zw_load_driver(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn zw_load_driver(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(STATUS_INVALID_PARAMETER);
     }
@@ -467,7 +478,7 @@ fn zw_load_driver(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 
 /// `IoGetDeviceObjectPointer` (PASSIVE_LEVEL): `\Device\DxgKrnl` and a referenced file object.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-iogetdeviceobjectpointer>
-fn io_get_device_object_pointer(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn io_get_device_object_pointer(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(STATUS_INVALID_PARAMETER);
     }
@@ -476,13 +487,13 @@ fn io_get_device_object_pointer(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult
     }
     match unicode_string(w[0]) {
         Some(s) if s.eq_ignore_ascii_case(DXGKRNL_DEVICE) => {
-            img.kernel
+            img.kernel()
                 .file_refs
                 .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             // SAFETY: the image's two out-pointers (checked non-null).
             unsafe {
-                (w[2] as *mut u64).write_unaligned(img.kernel.file_object.as_ptr() as u64);
-                (w[3] as *mut u64).write_unaligned(img.kernel.device_object.as_ptr() as u64);
+                (w[2] as *mut u64).write_unaligned(img.kernel().file_object.as_ptr() as u64);
+                (w[3] as *mut u64).write_unaligned(img.kernel().device_object.as_ptr() as u64);
             }
             ret(STATUS_SUCCESS)
         }
@@ -492,11 +503,11 @@ fn io_get_device_object_pointer(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult
 
 /// `IoBuildDeviceIoControlRequest` (PASSIVE_LEVEL): an IRP for the named device.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-iobuilddeviceiocontrolrequest>
-fn io_build_device_io_control_request(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn io_build_device_io_control_request(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(0);
     }
-    if w[1] != img.kernel.device_object.as_ptr() as u64 {
+    if w[1] != img.kernel().device_object.as_ptr() as u64 {
         return ret(0);
     }
     if !current_machine().is_none_or(|m| m.pool().permit()) {
@@ -504,8 +515,8 @@ fn io_build_device_io_control_request(img: &Arc<PeImage>, w: &[u64; 12]) -> Stub
     }
     let irp = Box::new([0u64; 32]);
     let at = irp.as_ptr() as usize;
-    lock(&img.kernel.irp_storage).push(irp);
-    lock(&img.kernel.irps).insert(
+    lock(&img.kernel().irp_storage).push(irp);
+    lock(&img.kernel().irps).insert(
         at,
         (
             w[0] as u32,
@@ -528,12 +539,13 @@ fn io_build_device_io_control_request(img: &Arc<PeImage>, w: &[u64; 12]) -> Stub
 /// device, feature and interface requests Windows also answers are not modelled). A Dxgkrnl
 /// configured as older than Windows 8 (`OsConfig::dxgkrnl_knows_win8_initialize` off) does
 /// not know 0x230047.
-fn iof_call_driver(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
-    let Some((code, out, out_len, _event, iosb)) = lock(&img.kernel.irps).remove(&(w[1] as usize))
+fn iof_call_driver(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
+    let Some((code, out, out_len, _event, iosb)) =
+        lock(&img.kernel().irps).remove(&(w[1] as usize))
     else {
         return ret(STATUS_INVALID_PARAMETER);
     };
-    lock(&img.kernel.irp_storage).retain(|b| b.as_ptr() as u64 != w[1]);
+    lock(&img.kernel().irp_storage).retain(|b| b.as_ptr() as u64 != w[1]);
     let known = code == IOCTL_VIDEO_DDI_FUNC_REGISTER
         || (code == IOCTL_DXGK_INITIALIZE_WIN8
             && crate::adapter::load::dxgkrnl_knows_win8_initialize());
@@ -546,7 +558,7 @@ fn iof_call_driver(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
         unsafe { (out as *mut u64).write_unaligned(img.dxgk_initialize_stub() as u64) };
         (STATUS_SUCCESS, 8)
     };
-    lock(&img.kernel.requests).push((code, status as u32 as i32));
+    lock(&img.kernel().requests).push((code, status as u32 as i32));
     if iosb != 0 {
         // SAFETY: the caller's IO_STATUS_BLOCK (16 bytes), given when the IRP was built.
         unsafe {
@@ -558,13 +570,13 @@ fn iof_call_driver(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 }
 
 /// `KeInitializeEvent`: the event is signalled by the completion above, which is synchronous.
-fn ke_initialize_event(_img: &Arc<PeImage>, _w: &[u64; 12]) -> StubResult {
+fn ke_initialize_event(_img: &Arc<dyn Instance>, _w: &[u64; 12]) -> StubResult {
     ret(0)
 }
 
 /// `KeWaitForSingleObject`: only the IRP's event is waited on, and only after a request
 /// returned `STATUS_PENDING`, which this dxgkrnl never does; a wait here would never end.
-fn ke_wait_for_single_object(_img: &Arc<PeImage>, _w: &[u64; 12]) -> StubResult {
+fn ke_wait_for_single_object(_img: &Arc<dyn Instance>, _w: &[u64; 12]) -> StubResult {
     if let Some(m) = current_machine() {
         m.raise_sim_error("KeWaitForSingleObject on an object that is never signalled");
     }
@@ -572,10 +584,10 @@ fn ke_wait_for_single_object(_img: &Arc<PeImage>, _w: &[u64; 12]) -> StubResult 
 }
 
 /// `ObfDereferenceObject`: the file object from `IoGetDeviceObjectPointer`.
-fn obf_dereference_object(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
-    if w[0] == img.kernel.file_object.as_ptr() as u64 {
+fn obf_dereference_object(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
+    if w[0] == img.kernel().file_object.as_ptr() as u64 {
         let n = img
-            .kernel
+            .kernel()
             .file_refs
             .fetch_sub(1, std::sync::atomic::Ordering::AcqRel)
             - 1;
@@ -593,12 +605,12 @@ fn obf_dereference_object(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 
 /// `MmGetPhysicalAddress`: the bus address of contiguous memory the simulated Dxgkrnl handed
 /// out (0 for anything else).
-fn mm_get_physical_address(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn mm_get_physical_address(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     ret(kernel::dma_bus_address(w[0] as usize).unwrap_or(0))
 }
 
 /// `KeQueryPerformanceCounter`: the simulation's QPC.
-fn ke_query_performance_counter(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn ke_query_performance_counter(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if w[0] != 0 {
         // SAFETY: the image's out-pointer (checked non-null).
         unsafe { (w[0] as *mut u64).write_unaligned(crate::base::clock::QPC_HZ) };
@@ -608,20 +620,22 @@ fn ke_query_performance_counter(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResul
 
 // --- timers and DPCs ------------------------------------------------------------------------
 
-fn timer(img: &Arc<PeImage>, at: u64) -> Arc<PeTimer> {
-    lock(&img.kernel.timers)
+fn timer(img: &Arc<dyn Instance>, at: u64) -> Arc<PeTimer> {
+    lock(&img.kernel().timers)
         .entry(at as usize)
         .or_insert_with(|| {
             Arc::new(PeTimer {
+                sim: ktimer::SimTimer::default(),
+                dpc: std::sync::atomic::AtomicUsize::new(0),
+                set: std::sync::atomic::AtomicBool::new(false),
                 image: Arc::downgrade(img),
-                ..PeTimer::default()
             })
         })
         .clone()
 }
 
 /// `KeInitializeTimerEx`: initialising a timer that is set corrupts the kernel's timer list.
-fn ke_initialize_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn ke_initialize_timer_ex(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     let t = timer(img, w[0]);
     if t.set.load(std::sync::atomic::Ordering::Acquire) {
         if let Some(m) = current_machine() {
@@ -634,8 +648,8 @@ fn ke_initialize_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 }
 
 /// `KeInitializeDpc`: records the routine and its context.
-fn ke_initialize_dpc(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
-    lock(&img.kernel.dpcs).insert(w[0] as usize, (w[1] as usize, w[2] as usize));
+fn ke_initialize_dpc(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
+    lock(&img.kernel().dpcs).insert(w[0] as usize, (w[1] as usize, w[2] as usize));
     ret(0)
 }
 
@@ -649,7 +663,7 @@ unsafe fn run_dpc(context: *const core::ffi::c_void) {
     let t = unsafe { &*context.cast::<PeTimer>() };
     let Some(img) = t.image.upgrade() else { return };
     let dpc = t.dpc.load(std::sync::atomic::Ordering::Acquire);
-    let Some((routine, ctx)) = lock(&img.kernel.dpcs).get(&dpc).copied() else {
+    let Some((routine, ctx)) = lock(&img.kernel().dpcs).get(&dpc).copied() else {
         return;
     };
     let _ = cpu::call(routine, &[dpc as u64, ctx as u64, 0, 0]);
@@ -658,7 +672,7 @@ unsafe fn run_dpc(context: *const core::ffi::c_void) {
 /// `KeSetTimerEx(Timer, DueTime, Period, Dpc)` (<= DISPATCH_LEVEL): a periodic timer with a
 /// DPC, set on the simulated kernel's clock; returns whether it was already set.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-kesettimerex>
-fn ke_set_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn ke_set_timer_ex(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Dispatch, 0) {
         return ret(0);
     }
@@ -666,7 +680,7 @@ fn ke_set_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
     let was = t.set.swap(true, std::sync::atomic::Ordering::AcqRel);
     if was {
         if let Some(armed) = ktimer::cancel_keep(&t.sim) {
-            lock(&img.kernel.cancelled).push(armed);
+            lock(&img.kernel().cancelled).push(armed);
         }
     }
     let period = u32::try_from(w[2] as i32).unwrap_or(0);
@@ -688,25 +702,25 @@ fn ke_set_timer_ex(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 
 /// `KeCancelTimer` (<= DISPATCH_LEVEL): returns whether it was set; a DPC already running is
 /// waited for by `KeFlushQueuedDpcs`.
-fn ke_cancel_timer(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn ke_cancel_timer(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Dispatch, 0) {
         return ret(0);
     }
     let t = timer(img, w[0]);
     let was = t.set.swap(false, std::sync::atomic::Ordering::AcqRel);
     if let Some(armed) = ktimer::cancel_keep(&t.sim) {
-        lock(&img.kernel.cancelled).push(armed);
+        lock(&img.kernel().cancelled).push(armed);
     }
     ret(u64::from(was))
 }
 
 /// `KeFlushQueuedDpcs` (PASSIVE_LEVEL): waits for the DPCs of cancelled timers.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-keflushqueueddpcs>
-fn ke_flush_queued_dpcs(img: &Arc<PeImage>, _w: &[u64; 12]) -> StubResult {
+fn ke_flush_queued_dpcs(img: &Arc<dyn Instance>, _w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(0);
     }
-    let cancelled: Vec<_> = std::mem::take(&mut *lock(&img.kernel.cancelled));
+    let cancelled: Vec<_> = std::mem::take(&mut *lock(&img.kernel().cancelled));
     for a in cancelled {
         ktimer::wait_not_running(&a);
     }
@@ -791,7 +805,7 @@ fn image_write(out: u64, v: u64) -> bool {
 /// a context without a callback `STATUS_INVALID_PARAMETER`; the callback runs before the
 /// return when a session already enables the provider.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwregister>
-fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn etw_register(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(STATUS_INVALID_PARAMETER);
     }
@@ -843,7 +857,7 @@ fn etw_register(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 /// `EtwUnregister(RegHandle)` (PASSIVE_LEVEL): `STATUS_INVALID_HANDLE` for a handle that is
 /// no registration.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwunregister>
-fn etw_unregister(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn etw_unregister(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(STATUS_INVALID_PARAMETER);
     }
@@ -860,7 +874,7 @@ fn etw_unregister(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
 /// more than `MAX_EVENT_DATA_DESCRIPTORS` descriptors `STATUS_INVALID_PARAMETER`; a NULL
 /// descriptor pointer faults (0x50).
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-etwwritetransfer>
-fn etw_write_transfer(_img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+fn etw_write_transfer(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     use zerocopy::FromBytes;
     let (handle, desc_at, count, data_at) = (w[0], w[1], w[4] & 0xFFFF_FFFF, w[5]);
     let Some(m) = current_machine() else {

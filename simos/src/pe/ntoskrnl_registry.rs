@@ -7,14 +7,13 @@ use std::sync::Arc;
 use rvgpu_kmd::platform::Irql;
 
 use super::{
-    image_bytes, image_write, ret, STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_HANDLE,
+    image_bytes, image_write, ret, Instance, STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_HANDLE,
     STATUS_INVALID_PARAMETER, STATUS_OBJECT_NAME_NOT_FOUND, STATUS_SUCCESS,
 };
 use crate::adapter::context::{irql_above, raise};
 use crate::base::bugcheck::{self, BugCheck};
 use crate::base::lock::lock;
 use crate::pe::cpu::StubResult;
-use crate::pe::PeImage;
 
 /// `PLUGPLAY_REGKEY_DRIVER` (wdm.h): the device's software key, the only key modelled.
 const PLUGPLAY_REGKEY_DRIVER: u64 = 2;
@@ -68,7 +67,7 @@ fn image_unicode_string(p: u64) -> Option<String> {
 /// `STATUS_INVALID_PARAMETER` (simulation limit). A `DeviceRegKey` the image cannot write
 /// faults (0x50).
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-ioopendeviceregistrykey>
-pub(super) fn io_open_device_registry_key(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+pub(super) fn io_open_device_registry_key(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(STATUS_INVALID_PARAMETER);
     }
@@ -80,14 +79,14 @@ pub(super) fn io_open_device_registry_key(img: &Arc<PeImage>, w: &[u64; 12]) -> 
         return ret(STATUS_INVALID_PARAMETER);
     }
     let index = img
-        .kernel
+        .kernel()
         .next_reg_key
         .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     let handle = KERNEL_HANDLE_BASE + (index % 0x1000_0000 + 1) * 4;
     if !image_write(out, handle) {
         return ret(STATUS_INVALID_PARAMETER);
     }
-    lock(&img.kernel.reg_keys).insert(handle, pdo as usize);
+    lock(&img.kernel().reg_keys).insert(handle, pdo as usize);
     ret(STATUS_SUCCESS)
 }
 
@@ -101,7 +100,7 @@ pub(super) fn io_open_device_registry_key(img: &Arc<PeImage>, w: &[u64; 12]) -> 
 /// (0x50 for one it cannot read or write).
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-zwqueryvaluekey>
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/ns-wdm-_key_value_partial_information>
-pub(super) fn zw_query_value_key(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+pub(super) fn zw_query_value_key(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(STATUS_INVALID_PARAMETER);
     }
@@ -113,7 +112,7 @@ pub(super) fn zw_query_value_key(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResul
         w[4] & 0xFFFF_FFFF,
         w[5],
     );
-    let Some(pdo) = lock(&img.kernel.reg_keys).get(&handle).copied() else {
+    let Some(pdo) = lock(&img.kernel().reg_keys).get(&handle).copied() else {
         return ret(STATUS_INVALID_HANDLE);
     };
     if class != KEY_VALUE_PARTIAL_INFORMATION {
@@ -162,11 +161,11 @@ pub(super) fn zw_query_value_key(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResul
 /// `ZwClose(Handle)` (PASSIVE_LEVEL): closes a registry-key handle of
 /// `IoOpenDeviceRegistryKey`; any other handle is `STATUS_INVALID_HANDLE`, as the page says.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-zwclose>
-pub(super) fn zw_close(img: &Arc<PeImage>, w: &[u64; 12]) -> StubResult {
+pub(super) fn zw_close(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     if irql_above(Irql::Passive, 0) {
         return ret(STATUS_INVALID_PARAMETER);
     }
-    if lock(&img.kernel.reg_keys).remove(&w[0]).is_some() {
+    if lock(&img.kernel().reg_keys).remove(&w[0]).is_some() {
         ret(STATUS_SUCCESS)
     } else {
         ret(STATUS_INVALID_HANDLE)
