@@ -5,7 +5,9 @@
 //! way Dxgkrnl calls it, with a NULL context and/or NULL argument pointers. NTSTATUS slots must
 //! return a failure code (STATUS_INVALID_PARAMETER where the driver's thunks document it,
 //! driver/kmd/src/thunk/contract.rs) and must not crash; void/BOOLEAN slots must simply return
-//! (the ISR returning FALSE). A coverage check makes a newly filled slot fail here until it gets a case.
+//! (the ISR returning FALSE). A slot whose catalog row says it fails on NULL arguments is also
+//! called with every argument 0 by a pass over the table, which is its case; a coverage check
+//! makes any other newly filled slot fail here until it gets one.
 //!
 //! The lifecycle test uses the real AddDevice/RemoveDevice: an unstarted adapter refuses
 //! StopDevice with STATUS_INVALID_DEVICE_STATE and RemoveDevice frees what AddDevice allocated
@@ -20,6 +22,7 @@ use std::collections::BTreeSet;
 use std::ffi::c_void;
 use std::ptr;
 
+use rvgpu_ddi::abi::{AbiSlot, SlotVisitor};
 use rvgpu_ddi::adapter::{
     DxgkAcpiEvent, DXGKARG_QUERYADAPTERINFO, DXGKQAITYPE_DRIVERCAPS, DXGK_CHILD_DESCRIPTOR,
     DXGK_QUERYADAPTERINFOFLAGS,
@@ -287,13 +290,88 @@ fn slots_the_cases_call() -> BTreeSet<String> {
     called
 }
 
+/// The filled slots holding a function whose catalog row says it fails on NULL arguments: the
+/// zero-argument pass ([`a_failing_slot_called_with_zero_arguments_answers_its_catalog_row`])
+/// calls each, so a new DDI of that kind needs no case here.
+fn slots_the_zero_pass_calls(d: &DRIVER_INITIALIZATION_DATA) -> BTreeSet<String> {
+    /// The names of the filled slots that hold a function (not a reserved `PVOID`).
+    struct Callable(BTreeSet<String>);
+    impl SlotVisitor for Callable {
+        fn visit<const ID: usize, S: AbiSlot>(&mut self, slot: &mut S) {
+            let name = DRIVER_INITIALIZATION_DATA::SLOT_NAMES.get(ID);
+            let fails = name
+                .and_then(|n| catalog::find(n))
+                .is_some_and(|r| matches!(r.on_null, OnNull::Fails(_)));
+            if let (true, true, Some(n)) = (S::CALLABLE && slot.addr() != 0, fails, name) {
+                self.0.insert((*n).to_owned());
+            }
+        }
+    }
+    let mut v = Callable(BTreeSet::new());
+    d.clone().visit_slots(&mut v);
+    v.0
+}
+
+/// Calls each slot of [`slots_the_zero_pass_calls`] with every argument 0 and records what it
+/// returned against its row.
+struct ZeroPass {
+    slots: BTreeSet<String>,
+    bad: Vec<String>,
+    called: usize,
+}
+
+impl SlotVisitor for ZeroPass {
+    fn visit<const ID: usize, S: AbiSlot>(&mut self, slot: &mut S) {
+        let Some(name) = DRIVER_INITIALIZATION_DATA::SLOT_NAMES.get(ID) else {
+            return;
+        };
+        let want = match catalog::find(name).map(|r| r.on_null) {
+            Some(OnNull::Fails(s)) if self.slots.contains(*name) => s,
+            _ => return,
+        };
+        // SAFETY: the slot is one of the driver's NTSTATUS DDIs; every argument 0 is a NULL
+        // context, NULL pointers and zero scalars, which its thunk refuses before reading
+        // anything (what this pass checks).
+        let got = unsafe { slot.call_words(&[]) };
+        self.called = self.called.saturating_add(1);
+        // An NTSTATUS comes back as its 32 bits, widened.
+        let got = got.map(|w| {
+            let low = u32::try_from(w & 0xFFFF_FFFF).unwrap_or(u32::MAX);
+            i32::from_ne_bytes(low.to_ne_bytes())
+        });
+        if got != Some(want) {
+            self.bad.push(format!(
+                "{name}: {:?}, its row says {}",
+                got.map(show),
+                show(want)
+            ));
+        }
+    }
+}
+
+/// Every slot whose catalog row says it fails on NULL arguments, called through the table with
+/// every argument 0 (a NULL context, NULL blocks), fails with the row's status.
+#[test]
+fn a_failing_slot_called_with_zero_arguments_answers_its_catalog_row() {
+    let mut d = table();
+    let mut pass = ZeroPass {
+        slots: slots_the_zero_pass_calls(&d),
+        bad: Vec::new(),
+        called: 0,
+    };
+    d.visit_slots(&mut pass);
+    assert!(pass.called > 40, "{} slots called", pass.called);
+    assert!(pass.bad.is_empty(), "{:#?}", pass.bad);
+}
+
 #[test]
 fn every_filled_slot_has_a_robustness_case() {
     let d = table();
     let covered = slots_the_cases_call();
     assert!(covered.len() > 60, "{covered:?}");
+    let zero_pass = slots_the_zero_pass_calls(&d);
     let missing: Vec<_> = rvgpu_ddi::init::filled_slots(&d)
-        .filter(|&(n, set)| set && !covered.contains(n))
+        .filter(|&(n, set)| set && !covered.contains(n) && !zero_pass.contains(n))
         .map(|(n, _)| n)
         .collect();
     assert!(
