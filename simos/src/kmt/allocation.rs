@@ -8,7 +8,7 @@
 
 use zerocopy::{FromBytes, IntoBytes};
 
-use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED, STATUS_NO_MEMORY};
+use rvgpu_ddi::ntstatus::{STATUS_INVALID_PARAMETER, STATUS_NOT_SUPPORTED};
 use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 
 use super::context_virtual::CallerMemory;
@@ -67,25 +67,32 @@ pub fn create_allocation_checks(
     num_allocations: u32,
     h_resource: u32,
 ) -> Result<(), NtStatus> {
+    type C = CreateAllocation2Check;
     let standard = flags & STANDARD_ALLOCATION != 0;
-    if flags & NO_KMD_ACCESS != 0 && (standard || !test_signing) {
-        return Err(bad());
+    if flags & NO_KMD_ACCESS != 0 && standard {
+        return Err(C::FlagsNoKmdAccessFlags.refuse());
+    }
+    if flags & NO_KMD_ACCESS != 0 && !test_signing {
+        return Err(C::FlagsNoKmdAccessWithout.refuse());
     }
     if num_allocations > MAX_CREATE_ALLOCATIONS {
-        return Err(bad());
+        return Err(C::NumAllocationsAboveX682AA.refuse());
     }
     let privileged = CREATE_PROTECTED | CREATE_WRITE_COMBINED | CREATE_CACHED | OPEN_CROSS_ADAPTER;
     if flags & privileged != 0 {
-        return Err(bad());
+        return Err(C::CreateProtectedCreateWriteCombinedCreateCached.refuse());
     }
-    if flags & (EXISTING_SYS_MEM | EXISTING_SECTION) != 0 && !standard {
-        return Err(bad());
+    if flags & EXISTING_SYS_MEM != 0 && !standard {
+        return Err(C::ExistingSysMemWithoutStandardAllocation.refuse());
+    }
+    if flags & EXISTING_SECTION != 0 && !standard {
+        return Err(C::ExistingSectionWithoutStandardAllocation.refuse());
     }
     if flags & CREATE_SHARED != 0 && flags & CREATE_RESOURCE == 0 {
-        return Err(bad());
+        return Err(C::CreateSharedWithoutCreateResource.refuse());
     }
     if h_resource == 0 && num_allocations == 0 {
-        return Err(bad());
+        return Err(C::HResourceNumAllocations.refuse());
     }
     Ok(())
 }
@@ -191,8 +198,9 @@ pub type Made = rvgpu_umd::kmt::MappedGpu;
 
 refusals! {
     /// `D3DKMTCreateAllocation2`'s refusals, in 24H2's order.
-    CreateAllocation2Check => CREATE_ALLOCATION2_CHECKS (unlinked) {
-        StructureReadable: "the structure not readable" => ACCESS_VIOLATION;
+    CreateAllocation2Check => CREATE_ALLOCATION2_CHECKS {
+        StructureReadable: "the structure not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller captures the structure before the entry";
         HDeviceCallerS: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
         FlagsNoKmdAccessFlags: "Flags.NoKmdAccess with Flags.StandardAllocation" => INVALID_PARAMETER;
         FlagsNoKmdAccessWithout: "Flags.NoKmdAccess without test signing" => INVALID_PARAMETER;
@@ -204,15 +212,20 @@ refusals! {
         CreateSharedWithoutCreateResource: "CreateShared without CreateResource" => INVALID_PARAMETER;
         HResourceNumAllocations: "no hResource and NumAllocations 0" => INVALID_PARAMETER;
         DeviceActive: "the device not active" => DEVICE_REMOVED;
-        PoolHandleList: "no pool for the handle list" => NO_MEMORY;
-        StandardAllocationDriverBelow: "StandardAllocation on a driver below WDDM 2.0" => INVALID_PARAMETER;
+        PoolHandleList: "no pool for the handle list" => NO_MEMORY,
+            elsewhere "not modelled: NumAllocations is bounded before, and the simulated pool holds that list";
+        StandardAllocationDriverBelow: "StandardAllocation on a driver below WDDM 2.0" => INVALID_PARAMETER,
+            elsewhere "the KMD reports WDDM 3.2";
         CrossAdapterAdapterWithout: "CrossAdapter on an adapter without cross-adapter resources, or without CreateShared" => INVALID_PARAMETER;
-        PAllocationInfo2Readable: "pAllocationInfo2 not readable" => ACCESS_VIOLATION;
+        PAllocationInfo2Readable: "pAllocationInfo2 not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
         EntrySFlags: "an entry's Flags.Stereo without Flags.Primary, or with CrossAdapter" => INVALID_PARAMETER;
         EntrySPrivateDriverDataSize: "an entry's PrivateDriverDataSize above 0x7FFFFFFF" => INVALID_PARAMETER;
         PoolEntryS: "no pool for an entry's private driver data" => NO_MEMORY;
-        EntrySPPrivateDriverData: "an entry's pPrivateDriverData not readable" => ACCESS_VIOLATION;
-        PAllocationInfo2StructureWritable: "pAllocationInfo2 or the structure not writable (what was made is destroyed)" => ACCESS_VIOLATION;
+        EntrySPPrivateDriverData: "an entry's pPrivateDriverData not readable" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory answers it (`CallerMemory::read`)";
+        PAllocationInfo2StructureWritable: "pAllocationInfo2 or the structure not writable (what was made is destroyed)" => ACCESS_VIOLATION,
+            elsewhere "the caller's memory and `write_back` answer it";
     }
 }
 
@@ -278,7 +291,7 @@ pub fn dxgk_create_allocation_internal(
     mem: &dyn CallerMemory,
     write_back: impl FnOnce(&D3DKMT_CREATEALLOCATION) -> Result<(), NtStatus>,
 ) -> Result<Vec<Made>, NtStatus> {
-    let p = device(a.hDevice).ok_or_else(bad)?;
+    let p = device(a.hDevice).ok_or(CreateAllocation2Check::HDeviceCallerS.refuse())?;
     let signing = m.os_config().test_signing;
     create_allocation_checks(signing, a.Flags, a.NumAllocations, a.hResource)?;
     let sh = m.kmt(&p).thunk()?;
@@ -305,9 +318,10 @@ fn device_create_allocation(
     a: &mut D3DKMT_CREATEALLOCATION,
     mem: &dyn CallerMemory,
 ) -> Result<Vec<Made>, NtStatus> {
+    type C = CreateAllocation2Check;
     let cross = a.Flags & CROSS_ADAPTER != 0;
     if cross && a.Flags & CREATE_SHARED == 0 {
-        return Err(bad());
+        return Err(C::CrossAdapterAdapterWithout.refuse());
     }
     let stride = core::mem::size_of::<D3DDDI_ALLOCATIONINFO2>() as u32;
     // At most 0x682AA entries (step 2): 96 bytes each fit in a u32.
@@ -322,19 +336,19 @@ fn device_create_allocation(
     for info in &infos {
         let stereo = info.Flags & INFO_STEREO != 0;
         if stereo && (cross || info.Flags & INFO_PRIMARY == 0) {
-            return Err(bad());
+            return Err(C::EntrySFlags.refuse());
         }
     }
     let mut pdds = Vec::with_capacity(infos.len());
     for info in &infos {
         let size = info.PrivateDriverDataSize;
         if size > 0x7FFF_FFFF {
-            return Err(bad());
+            return Err(C::EntrySPrivateDriverDataSize.refuse());
         }
         pdds.push(if info.pPrivateDriverData == 0 || size == 0 {
             Vec::new()
         } else if size > MAX_ALLOCATION_PRIVATE_DATA {
-            return Err(NtStatus(STATUS_NO_MEMORY));
+            return Err(C::PoolEntryS.refuse());
         } else {
             mem.read(info.pPrivateDriverData, size)?
         });
@@ -343,13 +357,13 @@ fn device_create_allocation(
     let primary = infos.iter().any(|i| i.Flags & INFO_PRIMARY != 0);
     let sysmem = infos.iter().any(|i| i.pSystemMem != 0);
     if a.hResource != 0 || a.Flags != 0 || runtime || primary || sysmem {
-        return Err(NtStatus(STATUS_NOT_SUPPORTED));
+        return Err(gap(STATUS_NOT_SUPPORTED));
     }
     let mut made = Vec::with_capacity(pdds.len());
     m.reap_allocations(sh).map_err(super::process::status)?;
     for bytes in &pdds {
         let one = rvgpu_umd::kmt::AllocationPdd::read_from_bytes(bytes)
-            .map_err(|_| bad())
+            .map_err(|_| gap(STATUS_INVALID_PARAMETER))
             .and_then(|pdd| {
                 m.create_allocation2(sh, p.device, pdd.size, bytes)
                     .map_err(super::process::status)

@@ -10,14 +10,6 @@ use rvgpu_ddi::ntstatus;
 /// A check the entry does not make itself carries `elsewhere "why"` (made by the simulated
 /// kernel beneath the entry, or not modelled): only those may go unconstructed.
 macro_rules! refusals {
-    // A row whose entry still builds its refusal statuses itself: its checks are listed, but
-    // nothing yet proves the entry makes each one.
-    (
-        $(#[$m:meta])*
-        $E:ident => $ARR:ident (unlinked) { $($body:tt)+ }
-    ) => {
-        $crate::kmt::refusal::refusals! { $(#[$m])* #[allow(dead_code)] $E => $ARR { $($body)+ } }
-    };
     (
         $(#[$m:meta])*
         $E:ident => $ARR:ident {

@@ -15,8 +15,6 @@
 //! row. A row's checks are declared once with `refusals!`: the entry refuses through the
 //! check itself, so it cannot answer a refusal its row does not list, and a check it never
 //! makes is a dead-code error unless the row says where else it is made or why it is not.
-//! A row declared `(unlinked)` (`D3DKMTEscape`, `D3DKMTCreateAllocation2`) still lists its
-//! checks apart from the statuses its entry builds.
 
 pub use super::refusal::{Check, Pending, Source, Thunk};
 
