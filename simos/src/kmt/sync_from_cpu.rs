@@ -269,8 +269,7 @@ refusals! {
         ArraysUnreadable: "ObjectHandleArray or FenceValueArray not readable" => ACCESS_VIOLATION,
             elsewhere "the caller's memory answers it (`CallerMemory::read`)";
         Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
-        DeviceActive: "the device not active" => DEVICE_REMOVED,
-            elsewhere "not made: the entry does not look at the device's state (a gap)";
+        DeviceActive: "the device not active" => DEVICE_REMOVED;
         NotAnEvent: "hAsyncEvent not an event handle of the caller's process" => INVALID_HANDLE,
             elsewhere "the caller's event reference (`event`) answers it";
         Unknown: "a handle not a sync object in the caller's handle table" => INVALID_PARAMETER;
@@ -307,14 +306,18 @@ pub const WAIT_FOR_SYNCHRONIZATION_OBJECT_FROM_CPU: Thunk = Thunk {
 /// 2. the two arrays captured from `mem` (above [`MAX_OBJECTS`], STATUS_NO_MEMORY; a fault,
 ///    its status);
 /// 3. `hDevice` not the caller's: STATUS_INVALID_PARAMETER;
-/// 4. `hAsyncEvent`, when given, referenced by `event` (its status: not an event handle of
+/// 4. the device not active (`K:WaitForSynchronizationObjectFromCpu` @0x1402AD200 reads
+///    DXGDEVICE +608 under the device's and the adapter's core access, before the event:
+///    `lock::device_active`): STATUS_DEVICE_REMOVED;
+/// 5. `hAsyncEvent`, when given, referenced by `event` (its status: not an event handle of
 ///    the caller's process is STATUS_INVALID_HANDLE);
-/// 5. each object: unknown, STATUS_INVALID_PARAMETER; created or opened `NoWait`,
+/// 6. each object: unknown, STATUS_INVALID_PARAMETER; created or opened `NoWait`,
 ///    STATUS_ACCESS_DENIED; another device's, STATUS_INVALID_PARAMETER.
 ///
 /// The wait itself is the caller's ([`CpuWait`]): the event form returns at once, the other
 /// blocks until the condition holds.
 pub fn dxgk_wait_for_synchronization_object_from_cpu_internal(
+    m: &Machine,
     a: &D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
     caller: &dyn CallerProcess,
     mem: &dyn CallerMemory,
@@ -335,6 +338,10 @@ pub fn dxgk_wait_for_synchronization_object_from_cpu_internal(
         C::NoPool.refuse(),
     )?;
     let device = caller.device(a.hDevice).ok_or(C::Device.refuse())?;
+    let sh = m
+        .adapter_shared(device.adapter)
+        .map_err(|_| C::DeviceActive.refuse())?;
+    super::lock::device_active(sh, device.device, C::DeviceActive.refuse())?;
     if a.hAsyncEvent != 0 {
         event(a.hAsyncEvent)?;
     }
@@ -442,7 +449,13 @@ impl super::process::SimKmt<'_> {
         };
         let mem = HostArrays::one(fence, value);
         let no_event = |_| Err(NtStatus(STATUS_INVALID_PARAMETER));
-        dxgk_wait_for_synchronization_object_from_cpu_internal(&a, self, &mem, &no_event)
-            .map(|_| ())
+        dxgk_wait_for_synchronization_object_from_cpu_internal(
+            self.machine(),
+            &a,
+            self,
+            &mem,
+            &no_event,
+        )
+        .map(|_| ())
     }
 }

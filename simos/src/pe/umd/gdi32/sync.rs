@@ -74,7 +74,7 @@ pub(super) fn wait_from_cpu(p: &UserProcess, at: u64) -> Status {
             rvgpu_ddi::ntstatus::STATUS_INVALID_HANDLE,
         ))
     };
-    let w = checks(&a, p, &GuestMemory, &referenced).map_err(nt)?;
+    let w = checks(&p.machine, &a, p, &GuestMemory, &referenced).map_err(nt)?;
     let event = match a.hAsyncEvent {
         0 => None,
         h => Some(p.win32.event(h).ok_or(STATUS_INVALID_PARAMETER)?),
