@@ -212,7 +212,10 @@ refusals! {
         Flags: "Flags non-zero" => INVALID_PARAMETER;
         Doorbell: "hDoorbell not a doorbell in the caller's handle table" => INVALID_PARAMETER;
         QueueGoing: "the doorbell's queue being destroyed" => INVALID_PARAMETER,
-            elsewhere "not modelled: a simulated queue destroy is never seen half-way";
+            elsewhere "24H2's connect (`DxgkConnectDoorbellInternal` @0x1401D846C) takes a reference on \
+                the doorbell's queue only while its count is not 0; the simulated queue destroy \
+                (`ums::hwqueue::destroy_hw_queue_thunk`) removes the doorbell before the \
+                queue under the device lock this thunk takes, so no doorbell outlives its queue";
         DeviceActive: "the device not active" => DEVICE_REMOVED;
         Aborted: "the doorbell's status DISCONNECTED_ABORT" => INVALID_PARAMETER,
             elsewhere "the simulated kernel's connect (`ums::connect_doorbell`) makes it";
@@ -265,7 +268,10 @@ refusals! {
         Flags: "Flags non-zero" => INVALID_PARAMETER;
         Doorbell: "hDoorbell not a doorbell in the caller's handle table" => INVALID_PARAMETER;
         QueueGoing: "the doorbell's queue being destroyed" => INVALID_PARAMETER,
-            elsewhere "not modelled: a simulated queue destroy is never seen half-way";
+            elsewhere "24H2's connect (`DxgkConnectDoorbellInternal` @0x1401D846C) takes a reference on \
+                the doorbell's queue only while its count is not 0; the simulated queue destroy \
+                (`ums::hwqueue::destroy_hw_queue_thunk`) removes the doorbell before the \
+                queue under the device lock this thunk takes, so no doorbell outlives its queue";
         DeviceActive: "the device not active" => DEVICE_REMOVED;
         NotConnected: "the doorbell's status not CONNECTED_NOTIFY_KMD" => INVALID_PARAMETER;
     }
@@ -313,7 +319,10 @@ refusals! {
     DestroyDoorbellCheck => DESTROY_DOORBELL_CHECKS {
         Doorbell: "hDoorbell not a doorbell in the caller's handle table" => INVALID_PARAMETER;
         QueueGoing: "the doorbell's queue being destroyed" => INVALID_PARAMETER,
-            elsewhere "not modelled: a simulated queue destroy is never seen half-way";
+            elsewhere "24H2's connect (`DxgkConnectDoorbellInternal` @0x1401D846C) takes a reference on \
+                the doorbell's queue only while its count is not 0; the simulated queue destroy \
+                (`ums::hwqueue::destroy_hw_queue_thunk`) removes the doorbell before the \
+                queue under the device lock this thunk takes, so no doorbell outlives its queue";
         DeviceActive: "the device not active" => DEVICE_REMOVED;
     }
 }

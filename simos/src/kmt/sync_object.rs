@@ -111,7 +111,9 @@ refusals! {
         Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
         DeviceActive: "a fence: the device not active (other types: the adapter not active)" => DEVICE_REMOVED;
         NotDxgmms2: "a fence: the adapter not on dxgmms2" => INVALID_PARAMETER,
-            elsewhere "not modelled: every simulated adapter is scheduled by dxgmms2";
+            elsewhere "`DXGADAPTER::IsDxgmms2` (asked in `DxgkCreateSynchronizationObjectImpl` \
+                @0x1403708E8) holds for a driver of WDDM 2.0 (0x2000) or later, and the KMD \
+                reports WDDM 3.2";
         SignalByKmd: "SignalByKmd on a type other than D3DDDI_CPU_NOTIFICATION, or with Shared or \
             CrossAdapter" => INVALID_PARAMETER;
     }
