@@ -55,7 +55,6 @@ use rvgpu_ddi::basic::{BOOLEAN, PVOID, ULONG};
 use rvgpu_ddi::init::PDXGKDDI_INTERRUPT_ROUTINE;
 
 use rvgpu_ddi::interrupt::DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED;
-use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::{GpuQueue, KernelGpuQueue, RING_BYTES};
 use rvgpu_umd::wait::Waits;
 use rvgpu_umd::waitboard::{Board, Slot, Slots};
@@ -268,10 +267,15 @@ const STAGGER_FENCES: usize = 16;
 /// wait until the last is released, so every signal in between interrupts too. Counted: ISR
 /// calls, and reports that make the OS scan every fence (NULL, or more than 8 named, which
 /// 24H2's `VidSchiProcessIsrNativeFenceSignaled` turns into a scan).
-fn staggered(n: u64, waiters: u64, reading: Reading, arriving: bool) -> (Row, u64, LateWakes) {
+fn staggered(
+    n: u64,
+    waiters: u64,
+    reading: rvgpu_simos::Windows,
+    arriving: bool,
+) -> (Row, u64, LateWakes) {
     let t = Instant::now();
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = reading;
+    cfg.os.windows = reading;
     let m = machine_from(cfg);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let fences: Vec<_> = (0..STAGGER_FENCES)
@@ -501,10 +505,15 @@ impl Board for KmdBoard<'_> {
 /// released (blocking) waiter leaves and re-arms what its table says, looked at every
 /// [`WAKE_CHUNK`] values. `who` says how many processes wait and whether they know the fence is
 /// shared.
-fn through_umd(n: u64, waiters: u64, reading: Reading, who: Issuers) -> (Row, UmdCounts) {
+fn through_umd(
+    n: u64,
+    waiters: u64,
+    reading: rvgpu_simos::Windows,
+    who: Issuers,
+) -> (Row, UmdCounts) {
     let t = Instant::now();
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = reading;
+    cfg.os.windows = reading;
     let m = machine_from(cfg);
     let mut q = ok(&m, GpuQueue::new(&m, 0, 0));
     let on_board = matches!(who.rearm, Rearm::Board { .. });
@@ -695,8 +704,8 @@ fn through_umd_rows(n: u64, check: bool) {
         let mut next_value = u64::MAX;
         for w in who {
             // Pages, then 24H2.
-            let [(rp, cp), (r2, c2)] =
-                [Reading::PAGES, Reading::W24H2].map(|reading| through_umd(n, waiters, reading, w));
+            let [(rp, cp), (r2, c2)] = [rvgpu_simos::Windows::PAGES, rvgpu_simos::Windows::W24H2]
+                .map(|reading| through_umd(n, waiters, reading, w));
             for (reading, c) in [("pages", &cp), ("24h2", &c2)] {
                 // The gate: no late wake where every process knows whom it shares with.
                 if w.processes == 1 || w.shared() {
@@ -848,12 +857,12 @@ fn main() {
                 // One wait per segment arrives up front either way.
                 continue;
             }
-            for reading in [Reading::PAGES, Reading::W24H2] {
+            for reading in [rvgpu_simos::Windows::PAGES, rvgpu_simos::Windows::W24H2] {
                 let (r, scans, late) = staggered(n, waiters, reading, arriving);
                 println!(
                     "| {} | {waiters} | {} | {} | {} | {} | {} | {} | {}, {} | {:.1} |",
                     r.name,
-                    reading.name,
+                    reading.name(),
                     r.isr_calls,
                     ratio(r.isr_calls, n),
                     scans,

@@ -49,7 +49,7 @@ pub use base::lowres::{LowResources, PoolStats};
 pub use base::notify::{Notification, Processed};
 pub use error::{Fault, SimError};
 pub use machine::{
-    AdapterConfig, AdapterInfo, CpuArch, Machine, MachineConfig, Mode, OsConfig, WindowsBuild,
+    AdapterConfig, AdapterInfo, CpuArch, Kernel, Machine, MachineConfig, Mode, OsConfig, Windows,
 };
 pub use rvgpu_kmd::platform::Irql;
 pub use state::sync::trace::{qpc, ReleaseVia, TraceEvent, TraceSink};

@@ -401,7 +401,7 @@ fn freed(m: &Machine, h: KmtHandle) -> bool {
 /// Whether the OS sees a user-mode queue's work (it gave the queue a progress fence: the
 /// pages); 24H2 does not, and VidMm's AL-03 then covers kernel-mode queues only.
 fn os_sees_user_mode_work(m: &Machine) -> bool {
-    m.os_config().reading.ums_progress == UmsProgress::Given
+    m.os_config().windows.reading().ums_progress == UmsProgress::Given
 }
 
 /// AL-03: an allocation destroyed while work queued before the call still uses it is freed

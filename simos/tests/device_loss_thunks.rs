@@ -123,7 +123,7 @@ fn um_10_a_device_merely_in_error_connects_its_doorbell() {
     let q = raw_queue(&m, &k, 0);
     put_in_error(&k, foreign.handle);
     let r = k.connect_doorbell(q.doorbell.handle);
-    if m.os_config().reading.os_disconnects == OsDisconnects::OnPowerAndReset {
+    if m.os_config().windows.reading().os_disconnects == OsDisconnects::OnPowerAndReset {
         assert_eq!(r, Err(NtStatus(STATUS_INVALID_PARAMETER)), "aborted");
     } else {
         assert_eq!(r, Ok(()), "in error, not stopped");

@@ -86,7 +86,7 @@ fn ev(name: &str, fields: &[(&str, &str)]) -> (String, Vec<(String, String)>) {
 /// Whether the OS gives a user-mode queue a progress fence (the pages); 24H2 gives none, and
 /// the UMD then completes its batches on a native fence of its own.
 fn os_progress_fence(m: &Machine) -> bool {
-    m.os_config().reading.ums_progress == UmsProgress::Given
+    m.os_config().windows.reading().ums_progress == UmsProgress::Given
 }
 
 /// The events of one [`one_user_mode_submission`]: the queue's create, its doorbell's

@@ -19,7 +19,6 @@ use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::queue::NO_QUEUE;
 use rvgpu_hw::regs::{self, IntCause};
 use rvgpu_simos::kmt::{SimKmt, SimMem};
-use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::SimError;
 use rvgpu_simos::{
@@ -581,9 +580,9 @@ fn machine_with_quick_tdr() -> Machine {
 
 /// A software-scheduled step-mode machine playing `reading`, its TDR armed with a timeout of
 /// `timeout_steps` rounds.
-fn sw_machine_reading(reading: Reading, timeout_steps: u64) -> Machine {
+fn sw_machine_reading(reading: rvgpu_simos::Windows, timeout_steps: u64) -> Machine {
     let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
-    cfg.os.reading = reading;
+    cfg.os.windows = reading;
     cfg.adapters[0].hwsch_feature = false;
     let m = started(cfg);
     enable_tdr_steps(&m, timeout_steps, 5);
@@ -618,7 +617,7 @@ fn lost_last_completion(m: &Machine) -> (UmsProcess, SimKmt<'_>, KmtHandle, Allo
 /// reset and the next FILL runs.
 #[test]
 fn tdr_05_a_late_fence_is_a_hang_without_asking_the_driver_on_24h2() {
-    let m = sw_machine_reading(Reading::W24H2, 20);
+    let m = sw_machine_reading(rvgpu_simos::Windows::W24H2, 20);
     let (p, _k, ctx, t) = lost_last_completion(&m);
     let ev = m.tdr_events(0);
     assert!(
@@ -647,7 +646,7 @@ fn tdr_05_a_late_fence_is_a_hang_without_asking_the_driver_on_24h2() {
 /// the driver reports the missed completion and no TDR happens.
 #[test]
 fn lost_dma_completion_is_found_by_query_current_fence_without_tdr() {
-    let m = sw_machine_reading(Reading::PAGES, 20);
+    let m = sw_machine_reading(rvgpu_simos::Windows::PAGES, 20);
     let (p, _k, _ctx, _t) = lost_last_completion(&m);
     let ev = m.tdr_events(0);
     assert!(

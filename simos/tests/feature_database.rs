@@ -1,6 +1,7 @@
 //! BR-110..112: Dxgkrnl's feature database as 24H2, 25H2 and 26H1 build it for native fences
-//! (`rvgpu_simos::dxgkrnl::features::{configure, os_supports}`): off by default, turned on by
-//! the adapter's `Features\37\Enabled` value, which `inf/rvgpu.inf` writes; never on 26H1.
+//! (`rvgpu_simos::dxgkrnl::features::configure`, `rvgpu_simos::Windows::supports_feature`):
+//! off by default, turned on by the adapter's `Features\37\Enabled` value, which
+//! `inf/rvgpu.inf` writes; never on 26H1.
 //! rvgpu starts in every case and advertises native fences (and user-mode submission, which
 //! needs them) only when the OS enabled them.
 
@@ -9,14 +10,14 @@ use rvgpu_ddi::feature::{
     DXGK_FEATURE_HWSCH, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_USER_MODE_SUBMISSION,
 };
 use rvgpu_simos::adapter::registry::{inf_software_key, RegKey, RegValue, REG_SZ, RVGPU_INF};
-use rvgpu_simos::dxgkrnl::features::{configure, feature_subkey, os_supports};
-use rvgpu_simos::{AdapterInfo, Machine, MachineConfig, Mode, SimError, WindowsBuild};
+use rvgpu_simos::dxgkrnl::features::{configure, feature_subkey};
+use rvgpu_simos::{AdapterInfo, Machine, MachineConfig, Mode, SimError, Windows};
 
 const NF: i32 = DXGK_FEATURE_NATIVE_FENCE;
 
-fn cfg(build: WindowsBuild, key: impl FnOnce(&mut RegKey)) -> MachineConfig {
+fn cfg(windows: Windows, key: impl FnOnce(&mut RegKey)) -> MachineConfig {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.windows_build = build;
+    cfg.os.windows = windows;
     key(&mut cfg.adapters[0].software_key);
     cfg
 }
@@ -89,7 +90,7 @@ fn br_110_software_key_default_is_what_the_inf_writes() {
 /// `Features\37\Enabled`; rvgpu starts either way.
 #[test]
 fn br_110_native_fence_needs_the_adapter_registry_value() {
-    for build in [WindowsBuild::W24H2, WindowsBuild::W25H2] {
+    for build in [Windows::W24H2, Windows::W25H2] {
         assert!(
             native_fences(cfg(build, no_change)),
             "{}: the INF's value enables native fences",
@@ -143,7 +144,7 @@ fn br_111_registry_override_is_read_as_configure_feature_reads_it() {
     ]);
     assert!(c.allow_experimental);
     // Enabled = 0 on a started machine: off, and rvgpu starts without native fences.
-    assert!(!native_fences(cfg(WindowsBuild::W24H2, |k| k.set(
+    assert!(!native_fences(cfg(Windows::W24H2, |k| k.set(
         &sub,
         "Enabled",
         RegValue::dword(0)
@@ -161,23 +162,92 @@ fn br_110_pe_image_follows_the_feature_database() {
         c.driver = rvgpu_simos::pe::DriverBuild::Pe(None);
         c
     };
-    assert!(native_fences(pe(cfg(WindowsBuild::W24H2, no_change))));
+    assert!(native_fences(pe(cfg(Windows::W24H2, no_change))));
     assert!(!native_fences(pe(cfg(
-        WindowsBuild::W24H2,
+        Windows::W24H2,
         without_features_key
     ))));
-    assert!(!native_fences(pe(cfg(WindowsBuild::W26H1, no_change))));
+    assert!(!native_fences(pe(cfg(Windows::W26H1, no_change))));
 }
 
 /// 26H1: `CheckFeatureOSSupport` refuses native fences whatever the registry says; rvgpu
 /// starts without them.
 #[test]
 fn br_112_26h1_never_enables_native_fences() {
-    assert!(!os_supports(WindowsBuild::W26H1, NF));
-    assert!(os_supports(WindowsBuild::W24H2, NF) && os_supports(WindowsBuild::W25H2, NF));
-    assert!(!native_fences(cfg(WindowsBuild::W26H1, no_change)));
-    assert!(!native_fences(cfg(
-        WindowsBuild::W26H1,
-        without_features_key
-    )));
+    assert!(!Windows::W26H1.supports_feature(NF));
+    assert!(Windows::W24H2.supports_feature(NF) && Windows::W25H2.supports_feature(NF));
+    assert!(!native_fences(cfg(Windows::W26H1, no_change)));
+    assert!(!native_fences(cfg(Windows::W26H1, without_features_key)));
+}
+
+/// BR-110, BR-112, BR-73, IN-08: a machine built for one Windows value plays that Windows on
+/// every axis: its feature database (native fences with the INF's value, none on 26H1), its
+/// installer (the INF's `NTamd64.10.0...26100` models refused below 26100), the answers to
+/// the code-against-pages disagreements (docs/windows-bringup.md §13: the kernel's own, or
+/// the pages'), and the 22631 start check of the slot at byte 1368 for a user-mode-submission
+/// node.
+#[test]
+fn br_110_one_windows_value_decides_features_installer_and_readings() {
+    use rvgpu_simos::machine::answers::SystemVas;
+    use rvgpu_simos::Kernel;
+    for kernel in Kernel::ALL {
+        for windows in [Windows::new(kernel), Windows::new(kernel).with_pages()] {
+            let name = windows.name();
+            let c = cfg(windows, no_change);
+            assert_eq!(c.os.windows, windows, "{name}");
+            let build = windows.build_number();
+
+            // The feature database.
+            let (m, r) = start(c.clone());
+            r.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(
+                m.feature_db(0).version(NF).is_some(),
+                kernel != Kernel::W26H1,
+                "{name}: native fences"
+            );
+
+            // The answers: the kernel's code (26H1 passes the system-process VAs, 24H2,
+            // 25H2 and the 22631 kernel as read do not), or the pages (they do).
+            let reading = m.os_config().windows.reading();
+            let code = match kernel {
+                Kernel::W22631 => "22631",
+                Kernel::W24H2 => "24h2",
+                Kernel::W25H2 => "25h2",
+                Kernel::W26H1 => "26h1",
+            };
+            let pages = name.ends_with("pages");
+            assert_eq!(reading.name, if pages { "pages" } else { code }, "{name}");
+            let passed = pages || kernel == Kernel::W26H1;
+            assert_eq!(
+                reading.system_vas == SystemVas::Mapped,
+                passed,
+                "{name}: system-process VAs"
+            );
+
+            // The installer.
+            let installed = rvgpu_simos::install::System::stock(build)
+                .install_inf_only(&rvgpu_simos::install::stamped_repository_inf());
+            assert_eq!(
+                installed.is_ok(),
+                kernel != Kernel::W22631,
+                "{name} (build {build}): {installed:?}"
+            );
+
+            // The slot after DxgkDdiNotifyWorkSubmission, left NULL: only 22631 refuses a
+            // user-mode-submission node without it (26H1 has no such node: no native fences).
+            let mut m = Machine::new(c);
+            m.load_driver_with(|t| t.Reserved4 = std::ptr::null_mut())
+                .expect("load");
+            match m.start_adapter(0) {
+                Err(SimError::StartRefused { rule, .. }) => {
+                    assert!(
+                        kernel == Kernel::W22631 && rule == "BR-73",
+                        "{name}: {rule}"
+                    )
+                }
+                Err(e) => panic!("{name}: {e}"),
+                Ok(_) => assert_ne!(kernel, Kernel::W22631, "{name}: started without the slot"),
+            }
+        }
+    }
 }

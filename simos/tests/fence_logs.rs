@@ -285,7 +285,9 @@ fn log_01_recreate_mid_run_moves_writes_to_new_buffer() {
 /// A machine whose OS hands log buffers over as `over` says (the rest of the reading from the
 /// environment).
 fn machine_handing_over(over: LogHandOver) -> Machine {
-    machine_with(Mode::Step, |c| c.os.reading.log_hand_over = over)
+    machine_with(Mode::Step, |c| {
+        c.os.windows = c.os.windows.answering(|r| r.log_hand_over = over)
+    })
 }
 
 /// A queue of `t` blocked on a GPU wait for `g` = 1, with a wait-log and a signal-log
@@ -996,8 +998,8 @@ fn log_08_named_queue_without_entry_scans_only_under_24h2() {
     store_current_value(&t.fo, 5);
     let ka = m.hw_queue_kmd_by_id(0, t.q.queue_id()).unwrap();
     okk(&m, m.drain_native_fence_logs(0, &[ka], &[]));
-    use rvgpu_simos::machine::answers::{LogReport, Reading};
-    if Reading::from_env().log_report == LogReport::ScanWhenLogSaysNothing {
+    use rvgpu_simos::machine::answers::LogReport;
+    if rvgpu_simos::Windows::from_env().reading().log_report == LogReport::ScanWhenLogSaysNothing {
         assert_eq!(counters(&m).log_fallback_scans, 1);
         assert_eq!(ev.released_via(), Some(ReleaseVia::Scan));
     } else {
@@ -1151,7 +1153,13 @@ fn stress_run(seed: u64, log_entries: u64) -> StressResult {
         "{} late wakes, {raised_over} waits raised over",
         late.len()
     );
-    if !m.os_config().reading.monitored_value.raises_over_waits() {
+    if !m
+        .os_config()
+        .windows
+        .reading()
+        .monitored_value
+        .raises_over_waits()
+    {
         assert!(late.is_empty(), "late wakes under the pages: {late:?}");
     }
     let released: BTreeSet<(usize, u64)> = waits

@@ -16,17 +16,16 @@ use common::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rvgpu_simos::machine::answers::{CpuUpdateIrql, Reading};
+use rvgpu_simos::machine::answers::CpuUpdateIrql;
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFence, NativeFenceDesc, WaitOutcome};
 
 /// 24H2's update DDIs (one fence a call, no CPU address), CPU signals at DISPATCH_LEVEL.
 fn dispatch_cpu_signals() -> Machine {
     let mut cfg = MachineConfig::single(Mode::Threaded);
-    cfg.os.reading = Reading {
-        name: "24h2, CPU signals at DISPATCH_LEVEL",
-        cpu_update_irql: CpuUpdateIrql::Dispatch,
-        ..Reading::W24H2
-    };
+    cfg.os.windows = rvgpu_simos::Windows::W24H2.answering(|r| {
+        r.name = "24h2, CPU signals at DISPATCH_LEVEL";
+        r.cpu_update_irql = CpuUpdateIrql::Dispatch;
+    });
     started(cfg)
 }
 

@@ -43,7 +43,8 @@ struct Proc<'m> {
 /// Whether the machine plays the reading whose `D3DKMTCreateAllocation2` gives a VA (the
 /// pages'); under 24H2 it gives none.
 fn va_at_create(m: &Machine) -> bool {
-    m.os_config().reading.allocation_va == rvgpu_simos::machine::answers::AllocationVa::AtCreate
+    m.os_config().windows.reading().allocation_va
+        == rvgpu_simos::machine::answers::AllocationVa::AtCreate
 }
 
 /// What one [`buffer`] adds to [`Machine::gpuva_live_counts`]'s ranges and mappings: the
@@ -1378,7 +1379,7 @@ fn paging_behind_machine() -> Machine {
     let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.doorbells = 4;
     assert_eq!(
-        cfg.os.reading.paging_work,
+        cfg.os.windows.reading().paging_work,
         rvgpu_simos::machine::answers::PagingWork::Queued
     );
     started(cfg)

@@ -10,7 +10,6 @@ use common::*;
 
 use rvgpu_ddi::handover as h;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::{Machine, MachineConfig, Mode};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt};
 use rvgpu_umd::submit::UserQueue;
@@ -37,7 +36,7 @@ fn all_checked_none_filled(m: &Machine, sets: &[&str]) {
 #[test]
 fn ddi_01_a_software_scheduled_workload_is_handed_over_as_24h2_fills_it() {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = Reading::W24H2;
+    cfg.os.windows = rvgpu_simos::Windows::W24H2;
     cfg.adapters[0].hwsch_feature = false;
     let m = started(cfg);
     enable_tdr(&m, fast());
@@ -82,7 +81,7 @@ fn ddi_01_a_software_scheduled_workload_is_handed_over_as_24h2_fills_it() {
 /// Hardware scheduling: a user-mode queue's submission and a hang's engine reset.
 #[test]
 fn ddi_01_a_hardware_scheduled_workload_is_handed_over_as_24h2_fills_it() {
-    let m = tdr_machine_reading(Mode::Step, Reading::W24H2);
+    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::Windows::W24H2);
     let p = ok(&m, m.create_process(0));
     let mut q = okk(&m, UserQueue::new(m.kmt(&p), &config(0)));
     let v = okk(&m, q.submit(&[]));
@@ -123,9 +122,9 @@ fn pages_only_called(m: &Machine) -> Vec<(String, u64)> {
 /// A TDR workload under `reading`, each part on its own machine: a software-scheduled engine
 /// timeout, then one whose engine reset fails (the adapter-wide path); a hardware-scheduled
 /// engine timeout, then one whose engine reset fails. Returns the pages-only DDIs called.
-fn tdr_workload(reading: Reading) -> Vec<(String, u64)> {
+fn tdr_workload(reading: rvgpu_simos::Windows) -> Vec<(String, u64)> {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = reading;
+    cfg.os.windows = reading;
     cfg.adapters[0].hwsch_feature = false;
     let m = started(cfg);
     enable_tdr(&m, fast());
@@ -159,14 +158,14 @@ fn tdr_workload(reading: Reading) -> Vec<(String, u64)> {
 /// hardware-scheduled engine is resumed without `DxgkDdiQueryCurrentFence`.
 #[test]
 fn ddi_01_under_24h2_a_tdr_workload_calls_no_pages_only_ddi() {
-    assert_eq!(tdr_workload(Reading::W24H2), Vec::new());
+    assert_eq!(tdr_workload(rvgpu_simos::Windows::W24H2), Vec::new());
 }
 
 /// DDI-01: the same workload under the pages' reading calls every pages-only DDI, so the
 /// ledger the 24H2 test reads sees them.
 #[test]
 fn ddi_01_under_the_pages_the_tdr_workload_calls_the_pages_only_ddis() {
-    let called = tdr_workload(Reading::PAGES);
+    let called = tdr_workload(rvgpu_simos::Windows::PAGES);
     for ddi in pages_only() {
         assert!(
             called.iter().any(|(n, _)| n == ddi),
@@ -271,7 +270,7 @@ fn ddi_01_start_device_and_the_feature_interface_request_are_as_24h2_builds_them
 #[test]
 fn ddi_01_residency_transfers_are_handed_over_as_24h2_fills_them() {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = Reading::W24H2;
+    cfg.os.windows = rvgpu_simos::Windows::W24H2;
     let m = started(cfg);
     let (_p, k) = user_process(&m);
     let a = common::residency::gpu_only(&m, &k, 64 * 1024);

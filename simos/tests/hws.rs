@@ -421,7 +421,7 @@ fn ddi_01_queues_and_doorbells_are_handed_over_as_24h2_does() {
     };
     use zerocopy::IntoBytes;
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading::W24H2;
+    cfg.os.windows = rvgpu_simos::Windows::W24H2;
     cfg.adapters[0].device.doorbells = 4;
     let m = started(cfg);
     let (p, k) = user_process(&m);
@@ -509,7 +509,7 @@ fn um_15_a_doorbell_only_process_runs_without_set_root_page_table() {
         let _ = REAL_SET_ROOT.set(real as usize);
         t.DxgkDdiSetRootPageTable = Some(counting_set_root);
     });
-    let late = m.os_config().reading.root_hand_over == RootHandOver::FirstUse;
+    let late = m.os_config().windows.reading().root_hand_over == RootHandOver::FirstUse;
     let (p, k) = user_process(&m);
     let t = okk(&m, k.create_allocation(4096));
     let before = SET_ROOTS.load(SeqCst);

@@ -17,7 +17,7 @@ use rvgpu_ddi::interrupt::*;
 use rvgpu_ddi::submission::DXGKARG_CREATEHWQUEUE;
 use rvgpu_ddi::{BOOLEAN, HANDLE, NTSTATUS, PVOID};
 use rvgpu_simos::base::bugcheck::{self, BugCheck};
-use rvgpu_simos::machine::answers::{EngineStateReports, Reading};
+use rvgpu_simos::machine::answers::EngineStateReports;
 use rvgpu_simos::testing;
 use rvgpu_simos::{Machine, MachineConfig, Mode, Notification, SimError, UmsEvent};
 use rvgpu_umd::kmt::Kmt;
@@ -84,9 +84,9 @@ unsafe extern "system" fn create_hw_queue(
 
 /// A started step-mode machine (`reading`) whose ISR makes the test's report after the
 /// driver's and whose `DxgkDdiCreateHwQueue` records what the driver got.
-fn machine(reading: Reading) -> Machine {
+fn machine(reading: rvgpu_simos::Windows) -> Machine {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = reading;
+    cfg.os.windows = reading;
     started_with(cfg, |t| {
         t.DxgkDdiInterruptRoutine = Some(isr_reports);
         if let Some(f) = t.DxgkDdiCreateHwQueue {
@@ -105,7 +105,7 @@ fn report_on(m: &Machine, data: DXGKARGCB_NOTIFY_INTERRUPT_DATA) -> Result<(), S
 }
 
 fn report(data: DXGKARGCB_NOTIFY_INTERRUPT_DATA) -> Result<(), SimError> {
-    report_on(&machine(Reading::W24H2), data)
+    report_on(&machine(rvgpu_simos::Windows::W24H2), data)
 }
 
 fn expect(r: Result<(), SimError>, code: u32, params: &[u64]) -> BugCheck {
@@ -225,7 +225,7 @@ fn tdr_04_page_fault_flags_24h2_refuses_are_bug_checks() {
 #[test]
 fn um_10_a_queue_page_fault_names_dxgkrnl_s_queue_object() {
     let _one = serial();
-    let m = machine(Reading::W24H2);
+    let m = machine(rvgpu_simos::Windows::W24H2);
     let (device, dxg, _) = user_queue(&m);
     assert_eq!(report_on(&m, queue_page_fault(dxg, 0, 0)), Ok(()));
     ok(&m, m.run_steps(50));
@@ -238,7 +238,7 @@ fn um_10_a_queue_page_fault_names_dxgkrnl_s_queue_object() {
     );
     assert!(m.fault().is_none(), "{:?}", m.fault());
 
-    let m = machine(Reading::W24H2);
+    let m = machine(rvgpu_simos::Windows::W24H2);
     let (_, _, kmd) = user_queue(&m);
     expect(
         report_on(&m, queue_page_fault(kmd, 0, 0)),
@@ -253,7 +253,7 @@ fn um_10_a_queue_page_fault_names_dxgkrnl_s_queue_object() {
 #[test]
 fn log_08_an_optimized_report_names_dxgkrnl_s_queue_object() {
     let _one = serial();
-    let m = machine(Reading::W24H2);
+    let m = machine(rvgpu_simos::Windows::W24H2);
     assert!(
         m.optimized_fence_irq(0),
         "the default adapter has the optimized form"
@@ -264,7 +264,7 @@ fn log_08_an_optimized_report_names_dxgkrnl_s_queue_object() {
     assert_eq!(report_on(&m, named(dxg)), Ok(()));
     assert!(m.fault().is_none(), "{:?}", m.fault());
 
-    let m = machine(Reading::W24H2);
+    let m = machine(rvgpu_simos::Windows::W24H2);
     let (_, _, kmd) = user_queue(&m);
     expect(
         report_on(&m, named(kmd)),
@@ -285,12 +285,11 @@ fn um_13_an_engine_state_report_is_dropped_on_24h2() {
         DXGK_ENGINE_STATE_TRANSITION_TO_F1,
     );
     for (reading, acted) in [
-        (Reading::W24H2, false),
+        (rvgpu_simos::Windows::W24H2, false),
         (
-            Reading {
-                engine_state: EngineStateReports::Acted,
-                ..Reading::W24H2
-            },
+            rvgpu_simos::Windows::W24H2.answering(|r| {
+                r.engine_state = EngineStateReports::Acted;
+            }),
             true,
         ),
     ] {
@@ -316,7 +315,7 @@ fn um_13_an_engine_state_report_is_dropped_on_24h2() {
 #[test]
 fn um_05_a_user_mode_queue_of_a_no_timeout_context_gets_disable_gpu_timeout() {
     let _one = serial();
-    let m = machine(Reading::W24H2);
+    let m = machine(rvgpu_simos::Windows::W24H2);
     let (p, k) = user_process(&m);
     // HwQueueSupported | DisableGpuTimeout.
     let ctx = ok(&m, m.create_context_raw(&p, 0, (1 << 4) | (1 << 2), true));

@@ -16,7 +16,6 @@ use std::time::Duration;
 use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_GRAPHICS_GPU_EXCEPTION_ON_DEVICE};
 use rvgpu_hw::cmd::{Command, SIGNAL_CONDITIONAL_IRQ};
 use rvgpu_simos::kmt::{SimFence, SimKmt, SimMem};
-use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::{Machine, MachineConfig, Mode, NativeFenceDesc, UmsEvent, UmsProcess};
 use rvgpu_umd::kmt::{Allocation, AllocationCpu, HwQueue, Kmt};
 use rvgpu_umd::submit::{SubmitError, UserQueue};
@@ -75,10 +74,10 @@ fn process(m: &Machine) -> Proc<'_> {
 }
 
 /// A step-mode machine with 4 doorbells whose OS follows `reading`.
-fn machine_reading(reading: Reading) -> Machine {
+fn machine_reading(reading: rvgpu_simos::Windows) -> Machine {
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.doorbells = 4;
-    cfg.os.reading = reading;
+    cfg.os.windows = reading;
     started(cfg)
 }
 
@@ -296,12 +295,12 @@ fn every_address_carrying_command_faults_on_foreign_memory() {
 /// that first names it (24H2).
 #[test]
 fn nf_01_user_queue_cannot_write_monitored_value() {
-    for reading in Reading::ALL {
+    for reading in rvgpu_simos::Windows::READINGS {
         user_queue_write_of_monitored_value_faults(reading);
     }
 }
 
-fn user_queue_write_of_monitored_value_faults(reading: Reading) {
+fn user_queue_write_of_monitored_value_faults(reading: rvgpu_simos::Windows) {
     let m = machine_reading(reading);
     let v = process(&m);
     let f = native_fence(&m, &v);
@@ -322,7 +321,7 @@ fn user_queue_write_of_monitored_value_faults(reading: Reading) {
         f.current_value(),
         5,
         "{}: CurrentValue is a user page",
-        reading.name
+        reading.name()
     );
     let before = f.monitored_value();
     okk(
@@ -334,12 +333,12 @@ fn user_queue_write_of_monitored_value_faults(reading: Reading) {
         }]),
     );
     let va = faulted(&m, &v.p);
-    assert_eq!(va, f.monitored_value_va(), "{}", reading.name);
+    assert_eq!(va, f.monitored_value_va(), "{}", reading.name());
     assert_eq!(
         f.monitored_value(),
         before,
         "{}: MonitoredValue unchanged",
-        reading.name
+        reading.name()
     );
     drop(q);
     ok(&m, m.kill_process(&v.p));
@@ -354,12 +353,12 @@ fn user_queue_write_of_monitored_value_faults(reading: Reading) {
 /// writable, before the create's open names it).
 #[test]
 fn nf_01_kernel_mode_queue_buffer_cannot_write_monitored_value() {
-    for reading in Reading::ALL {
+    for reading in rvgpu_simos::Windows::READINGS {
         kernel_mode_queue_write_of_monitored_value_faults(reading);
     }
 }
 
-fn kernel_mode_queue_write_of_monitored_value_faults(reading: Reading) {
+fn kernel_mode_queue_write_of_monitored_value_faults(reading: rvgpu_simos::Windows) {
     const PATTERN: u64 = 0x0BAD_0BAD_0BAD_0BAD;
     let m = machine_reading(reading);
     let v = process(&m);
@@ -386,13 +385,13 @@ fn kernel_mode_queue_write_of_monitored_value_faults(reading: Reading) {
         va,
         f.monitored_value_va(),
         "{}: the fault names MonitoredValue",
-        reading.name
+        reading.name()
     );
     assert_ne!(
         f.monitored_value(),
         PATTERN,
         "{}: the buffer's write never landed",
-        reading.name
+        reading.name()
     );
     assert_eq!(
         f.current_value(),
@@ -516,7 +515,8 @@ fn two_processes_run_side_by_side_in_their_own_spaces() {
     let b = process(&m);
     // VidMm's own VAs (the pages' reading) are in different regions of each space; 24H2's
     // Maps start at the top of each, so the two may coincide, each reaching its own buffer.
-    if m.os_config().reading.allocation_va == rvgpu_simos::machine::answers::AllocationVa::AtCreate
+    if m.os_config().windows.reading().allocation_va
+        == rvgpu_simos::machine::answers::AllocationVa::AtCreate
     {
         assert_ne!(a.buf.gpu_va, b.buf.gpu_va);
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rvgpu_ddi::fence::D3DDDI_NATIVEFENCE_TYPE_INTRA_GPU;
 use rvgpu_hw::cmd::Command;
-use rvgpu_simos::machine::answers::{Reading, Teardown};
+use rvgpu_simos::machine::answers::Teardown;
 use rvgpu_simos::testing::gpu::GpuQueue;
 use rvgpu_simos::testing::spy;
 use rvgpu_simos::{
@@ -91,7 +91,8 @@ fn isr_count(m: &Machine, i: usize) -> u64 {
 /// `w - 1`, 24H2 writes `w`; docs/windows-bringup.md, "Where the code and the pages disagree").
 fn armed(m: &Machine, w: u64) -> u64 {
     m.os_config()
-        .reading
+        .windows
+        .reading()
         .monitored_value
         .on_new_wait(u64::MAX, w, 0, 0, w)
 }
@@ -99,7 +100,11 @@ fn armed(m: &Machine, w: u64) -> u64 {
 /// Whether the machine's OS keeps MonitoredValue where it is while waits remain (24H2) rather
 /// than re-arming it for the next one (NF-04, the pages).
 fn kept(m: &Machine) -> bool {
-    m.os_config().reading.monitored_value.raises_over_waits()
+    m.os_config()
+        .windows
+        .reading()
+        .monitored_value
+        .raises_over_waits()
 }
 
 fn fence_reports(m: &Machine, i: usize) -> Vec<Option<Vec<usize>>> {
@@ -735,10 +740,9 @@ fn nf_13_stop_with_live_fences_threaded() {
 fn nf_13_stop_with_work_in_flight_faults_the_device_first() {
     for teardown in [Teardown::AllocationsFirst, Teardown::QueuesFirst] {
         let mut cfg = MachineConfig::single(Mode::Step);
-        cfg.os.reading = Reading {
-            teardown,
-            ..Reading::from_env()
-        };
+        cfg.os.windows = rvgpu_simos::Windows::from_env().answering(|r| {
+            r.teardown = teardown;
+        });
         let mut m = started(cfg);
         let (mut q, f) = queue_and_fence(&m);
         let g = ok(&m, m.open_native_fence(&f, q.pid()));
@@ -799,7 +803,7 @@ fn nf_11_bad_native_fence_caps_fail_the_start() {
 #[test]
 fn nf_04_dpc_rearms_fences_in_one_batched_update() {
     let mut cfg = array_reports(Mode::Step);
-    cfg.os.reading = Reading::PAGES;
+    cfg.os.windows = rvgpu_simos::Windows::PAGES;
     let mut m = Machine::new(cfg);
     m.load_driver_with(|t| {
         spy::install_update_monitored_spy(t);
@@ -843,7 +847,7 @@ fn nf_04_dpc_rearms_fences_in_one_batched_update() {
 #[test]
 fn nf_04_24h2_names_one_fence_per_update_and_keeps_monitored_value_while_waits_remain() {
     let mut cfg = array_reports(Mode::Step);
-    cfg.os.reading = Reading::W24H2;
+    cfg.os.windows = rvgpu_simos::Windows::W24H2;
     let mut m = Machine::new(cfg);
     m.load_driver_with(spy::install_update_monitored_spy)
         .expect("load");
@@ -1047,10 +1051,9 @@ fn nf_13_um_18_a_dying_consumer_signals_a_shared_fence_only_if_it_registered_it(
         for (access, flips) in cases.clone() {
             for kill in [false, true] {
                 let mut cfg = MachineConfig::single(mode);
-                cfg.os.reading = Reading {
-                    teardown: Teardown::AllocationsFirst,
-                    ..Reading::from_env()
-                };
+                cfg.os.windows = rvgpu_simos::Windows::from_env().answering(|r| {
+                    r.teardown = Teardown::AllocationsFirst;
+                });
                 let m = started(cfg);
                 let producer = ok(&m, m.create_process(0));
                 let f = shareable_fence(&m, producer.pid);

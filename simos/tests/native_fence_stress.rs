@@ -39,7 +39,7 @@ struct F {
 }
 
 fn check(m: &Machine, fences: &[F], waits: &mut Vec<(usize, u64, SimEvent)>, seed: u64) {
-    let rule = m.os_config().reading.monitored_value;
+    let rule = m.os_config().windows.reading().monitored_value;
     for (i, v, e) in waits.iter() {
         let cv = fences[*i].fence.current_value();
         let mv = fences[*i].fence.monitored_value();

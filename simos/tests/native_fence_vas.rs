@@ -194,10 +194,9 @@ fn two_processes_own_fence_vas_and_wake_each_other() {
 /// (none), and the UMD takes the tag from the KMD's `DxgkDdiEscape` answer for its device.
 #[test]
 fn nf_14_an_opener_signals_with_the_fence_report_tag_under_every_reading() {
-    use rvgpu_simos::machine::answers::Reading;
-    for reading in [Reading::W24H2, Reading::PAGES] {
+    for reading in [rvgpu_simos::Windows::W24H2, rvgpu_simos::Windows::PAGES] {
         let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
-        cfg.os.reading = reading;
+        cfg.os.windows = reading;
         cfg.adapters[0].device.doorbells = 8;
         cfg.adapters[0].device.optimized_fence_irq = false;
         let m = started(cfg);
@@ -211,7 +210,7 @@ fn nf_14_an_opener_signals_with_the_fence_report_tag_under_every_reading() {
             fb.gpu.tag,
             os.pdd().report_tag,
             "{}: the opener's tag is the fence's",
-            reading.name
+            reading.name()
         );
         let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
         ok(&m, m.run_until_idle());
@@ -222,7 +221,7 @@ fn nf_14_an_opener_signals_with_the_fence_report_tag_under_every_reading() {
             cpu.wait(Duration::from_secs(10)),
             Some(rvgpu_simos::WaitOutcome::Satisfied),
             "{}: {}",
-            reading.name,
+            reading.name(),
             diagnostics(&m)
         );
         ok(&m, m.run_until_idle());
@@ -230,7 +229,7 @@ fn nf_14_an_opener_signals_with_the_fence_report_tag_under_every_reading() {
         assert!(
             only_named(&reports, os.global_handle(), &progress_handles(&m, &[&qb])),
             "{}: the opener's signal names the fence, no scan: {reports:?}",
-            reading.name
+            reading.name()
         );
         okk(&m, qb.close());
         no_fault(&m);
@@ -366,7 +365,7 @@ fn fence_pages_counted_unmapped_at_close_and_at_exit() {
     // The counts are of the test's fences: an OS that gives user-mode queues their progress
     // fence (the pages), so that the UMD makes no native fence of its own for them.
     let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    cfg.os.windows = rvgpu_simos::Windows::PAGES;
     cfg.adapters[0].device.doorbells = 8;
     cfg.adapters[0].device.optimized_fence_irq = false;
     let m = started(cfg);

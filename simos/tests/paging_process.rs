@@ -20,7 +20,7 @@ use rvgpu_hw::cmd::Command;
 use rvgpu_hw::mmio::MmioBus;
 use rvgpu_hw::mmu::Access;
 use rvgpu_hw::regs;
-use rvgpu_simos::machine::answers::{Invalidations, PagingStart, Reading, SystemVas};
+use rvgpu_simos::machine::answers::{Invalidations, PagingStart, SystemVas};
 
 use rvgpu_simos::sync::fencelog::LogKind;
 use rvgpu_simos::{HwsCall, Machine, MachineConfig, Mode, NativeFenceDesc};
@@ -61,7 +61,7 @@ fn paging_process_has_its_own_root_and_holds_only_what_the_cmp_needs() {
     );
     // Fence storage is in the system space where the OS maps it there (NF-11:
     // MapToGpuSystemProcess; 26H1 and the pages), and not on 24H2, which never does.
-    let mapped = m.os_config().reading.system_vas == SystemVas::Mapped;
+    let mapped = m.os_config().windows.reading().system_vas == SystemVas::Mapped;
     for va in [f.current_value_gpu(), f.monitored_value_gpu()] {
         assert_eq!(
             system_pa(&m, va),
@@ -128,7 +128,7 @@ fn paging_process_goes_with_the_adapter_and_comes_back_with_it() {
         m.create_native_fence(0, p.pid, NativeFenceDesc::default()),
     );
     let va = f.current_value_gpu();
-    let mapped = m.os_config().reading.system_vas == SystemVas::Mapped;
+    let mapped = m.os_config().windows.reading().system_vas == SystemVas::Mapped;
     assert_eq!(system_pa(&m, va), mapped.then_some(va));
     no_fault(&m);
 }
@@ -143,7 +143,7 @@ fn paging_process_goes_with_the_adapter_and_comes_back_with_it() {
 fn ddi_03_paging_space_built_by_cpu_address_is_the_space_the_cmp_walks() {
     let m = machine_with(Mode::Step, |_| {});
     let cpu = m.cpu_page_table_updates(0).expect("adapter");
-    match m.os_config().reading.paging_start {
+    match m.os_config().windows.reading().paging_start {
         PagingStart::CpuVirtual => assert!(cpu > 0, "no CPU_VIRTUAL update at start"),
         PagingStart::DriverMode => assert_eq!(cpu, 0),
     }
@@ -178,7 +178,7 @@ fn ddi_03_paging_space_built_by_cpu_address_is_the_space_the_cmp_walks() {
 #[test]
 fn ddi_03_invalidations_sent_as_repeated_entries_unmap_the_whole_range() {
     let m = machine_with(Mode::Step, |_| {});
-    let repeated = m.os_config().reading.invalidations == Invalidations::Repeated;
+    let repeated = m.os_config().windows.reading().invalidations == Invalidations::Repeated;
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
     let buf = okk(&m, k.create_allocation(64 * 1024));
@@ -439,7 +439,7 @@ fn ddi_01_create_process_takes_the_pasid_count_and_never_reads_the_array() {
 #[test]
 fn ddi_01_the_os_fills_no_field_24h2_leaves_zero() {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = Reading::W24H2;
+    cfg.os.windows = rvgpu_simos::Windows::W24H2;
     let m = started(cfg);
     let p = ok(&m, m.create_process(0));
     let k = m.kmt(&p);
@@ -483,7 +483,7 @@ fn ddi_01_the_os_fills_no_field_24h2_leaves_zero() {
 #[test]
 fn ddi_01_set_root_and_flush_tlb_are_handed_over_as_24h2_fills_them() {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = Reading::W24H2;
+    cfg.os.windows = rvgpu_simos::Windows::W24H2;
     let m = started(cfg);
     let roots = || {
         m.handover(0, rvgpu_ddi::handover::SET_ROOT_PAGE_TABLE.name)

@@ -228,7 +228,7 @@ fn tdr_05_a_dll_process_recreating_its_device_is_charged_as_one_process() {
             },
         ),
     );
-    let blocks = m.os_config().reading.process_tdr_block == ProcessTdrBlock::Blocks;
+    let blocks = m.os_config().windows.reading().process_tdr_block == ProcessTdrBlock::Blocks;
     let p = UserProcess::new(m.clone(), umd());
     let adapter = open(&p);
     let mut pid = None;
@@ -1103,7 +1103,7 @@ fn d3dkmt_destroy_device_destroys_in_24h2_order_without_the_exit_flush() {
         gone.expect("device"),
     );
     assert!(context < gone && freed < gone, "the device last");
-    if m.os_config().reading.teardown == Teardown::AllocationsFirst {
+    if m.os_config().windows.reading().teardown == Teardown::AllocationsFirst {
         assert!(
             context < freed,
             "24H2: contexts before the device's allocations"

@@ -256,7 +256,7 @@ fn um_05_d3dkmtcreatehwqueue_answers_as_24h2() {
     s[3] = 0xAAAA_AAAA_AAAA_AAAA;
     assert_eq!(thunk(&p, T, s.as_mut_ptr() as u64), STATUS_SUCCESS);
     assert_ne!(get32(&s, 24), 0, "hHwQueue");
-    if m.os_config().reading.name == "24h2" {
+    if m.os_config().windows.reading().name == "24h2" {
         assert_eq!(
             get32(&s, 28),
             0xAAAA_AAAA,
@@ -439,7 +439,7 @@ fn um_03_d3dkmtcreatedoorbell_answers_as_24h2() {
     assert_eq!(s[5], 0, "DoorbellSecondaryCPUVirtualAddress");
     assert_ne!(get32(&s, 64), 0, "hDoorbell");
     assert_eq!(s[3], pdd_at, "PrivateDriverData");
-    if m.os_config().reading.name == "24h2" {
+    if m.os_config().windows.reading().name == "24h2" {
         assert_eq!(s[7], 0xAAAA, "a last-queued address 24H2 does not write");
     }
     driven.extend(refusals(

@@ -215,7 +215,7 @@ fn nf_13_d3dkmtopennativefencefromnthandle_answers_as_24h2() {
         "hNtHandle, hDevice, EngineAffinity as written"
     );
     assert_eq!(o[48..80], before[48..80], "ReservedInt as written");
-    let reading = rvgpu_simos::machine::answers::Reading::from_env();
+    let reading = *rvgpu_simos::Windows::from_env().reading();
     let private = match reading.open_fence_pdd {
         OpenFencePdd::CallersBytes => before[80..144].to_vec(),
         // The KMD writes no private data at DxgkDdiOpenNativeFence.

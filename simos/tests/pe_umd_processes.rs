@@ -237,7 +237,7 @@ fn tdr_05_a_process_blocked_for_repeated_engine_timeouts_cannot_open_the_adapter
         // Its device is in error; the queue stays as the process left it.
         std::mem::forget(uq);
     }
-    let blocks = m.os_config().reading.process_tdr_block == ProcessTdrBlock::Blocks;
+    let blocks = m.os_config().windows.reading().process_tdr_block == ProcessTdrBlock::Blocks;
     let mut adapter = 0u64;
     let r = call(&a, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut adapter)]);
     assert_eq!(r == OK, !blocks, "A's open after four timeouts: {r}");

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use common::pe::{call, log_of, umd};
 use common::user_process;
 use rvgpu_hw::pdd::{WaitBoardEscape, PDD_MAGIC, WAIT_BOARD_ESCAPE_VERSION, WAIT_BOARD_WAITS};
-use rvgpu_simos::machine::answers::Reading;
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::pe::DriverBuild;
 use rvgpu_simos::{Machine, MachineConfig, Mode};
@@ -31,16 +30,16 @@ const ARRIVALS: u64 = 16;
 const CALIBRATION: u64 = 16;
 
 /// A started threaded machine running `driver` under `reading`.
-fn machine(driver: DriverBuild, reading: Reading) -> Arc<Machine> {
+fn machine(driver: DriverBuild, reading: rvgpu_simos::Windows) -> Arc<Machine> {
     let mut cfg = MachineConfig::single(Mode::Threaded);
     cfg.driver = driver;
-    cfg.os.reading = reading;
+    cfg.os.windows = reading;
     Arc::new(common::started(cfg))
 }
 
 /// Every machine the runs need, made one at a time: both builds, both readings.
 fn machines() -> impl Iterator<Item = (String, Arc<Machine>)> {
-    [Reading::W24H2, Reading::PAGES]
+    [rvgpu_simos::Windows::W24H2, rvgpu_simos::Windows::PAGES]
         .into_iter()
         .flat_map(|r| [(r, "rvgpu.sys"), (r, "linux")])
         .map(|(reading, name)| {
@@ -48,7 +47,10 @@ fn machines() -> impl Iterator<Item = (String, Arc<Machine>)> {
                 "linux" => DriverBuild::Linux,
                 _ => DriverBuild::Pe(None),
             };
-            (format!("{name}, {}", reading.name), machine(build, reading))
+            (
+                format!("{name}, {}", reading.name()),
+                machine(build, reading),
+            )
         })
 }
 

@@ -574,7 +574,7 @@ fn nf_12_d3dkmtcreatenativefence_refuses_what_24h2_refuses() {
 fn ddi_03_create_allocation2_gives_a_va_only_under_the_pages_reading() {
     const UNTOUCHED: u64 = 0xDEAD_0000;
     let m = pe_machine();
-    let at_create = m.os_config().reading.allocation_va
+    let at_create = m.os_config().windows.reading().allocation_va
         == rvgpu_simos::machine::answers::AllocationVa::AtCreate;
     let p = UserProcess::new(m.clone(), umd());
     let (adapter, _) = open_queue(&p);

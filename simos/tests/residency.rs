@@ -29,7 +29,7 @@ const PATTERN: u64 = 0x5E61_0C41_5E61_0C41;
 /// create gives the allocation a VA of VidMm's own (the pages' reading); 4 KiB under 24H2,
 /// where the VA is the process's Map, which may later be unmapped in part (`vidmm::va`).
 fn large_leaf(m: &Machine, large: u64) -> u64 {
-    let own = m.os_config().reading.allocation_va
+    let own = m.os_config().windows.reading().allocation_va
         == rvgpu_simos::machine::answers::AllocationVa::AtCreate;
     if own {
         large
@@ -213,7 +213,7 @@ fn residency_gpu_access_to_evicted_allocation_faults() {
 #[test]
 fn residency_eviction_waits_for_queued_work() {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    cfg.os.windows = rvgpu_simos::Windows::PAGES;
     let m = started(cfg);
     let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));
@@ -356,7 +356,7 @@ fn evict_not_written_to(m: &Machine, k: &SimKmt<'_>, a: &MappedGpu) {
 #[test]
 fn um_14_d3_evicts_vram_allocations_no_device_requires() {
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    cfg.os.windows = rvgpu_simos::Windows::PAGES;
     let m = started(cfg);
     let (_p, k) = user_process(&m);
     let mut q = okk(&m, UserQueue::new(&k, &config(0)));

@@ -419,7 +419,10 @@ fn f1_config() -> MachineConfig {
     use rvgpu_simos::machine::answers::EngineStateReports;
     let mut cfg = MachineConfig::single(Mode::Step);
     cfg.adapters[0].device.idle_f1_ticks = 20_000;
-    cfg.os.reading.engine_state = EngineStateReports::Acted;
+    cfg.os.windows = cfg
+        .os
+        .windows
+        .answering(|r| r.engine_state = EngineStateReports::Acted);
     cfg
 }
 
@@ -593,7 +596,8 @@ fn um_13_f1_waits_until_a_blocked_queue_completes() {
     }
     okk(&m, q.wait(v));
     assert_eq!(t.mem.load(0), 7);
-    let disconnects = m.os_config().reading.os_disconnects == OsDisconnects::OnPowerAndReset;
+    let disconnects =
+        m.os_config().windows.reading().os_disconnects == OsDisconnects::OnPowerAndReset;
     if disconnects {
         until_f1(&m, 0);
         assert!(m.device(0).unwrap().engine_snapshot(0).unwrap().gated);
@@ -623,7 +627,8 @@ fn um_14_connected_idle_queue_holds_its_engine_and_its_next_ring_runs() {
     let t = okk(&m, k.create_allocation(4096));
     let mut q = okk(&m, UserQueue::new(k, &config(0)));
     submit_wait(&m, &mut q, &[fill(&t, 0, 1)]);
-    let disconnects = m.os_config().reading.os_disconnects == OsDisconnects::OnPowerAndReset;
+    let disconnects =
+        m.os_config().windows.reading().os_disconnects == OsDisconnects::OnPowerAndReset;
     let down = ok(&m, m.power_down(0));
     assert_eq!(down, disconnects, "{:#?}", m.ums_events(0));
     let state = if disconnects { Power::D3 } else { Power::D0 };
@@ -674,7 +679,7 @@ fn um_13_connect_to_an_engine_in_f1_powers_it_before_the_first_ring() {
         held < conn && f0 < conn,
         "reference and F0 before the connect: {ev:#?}"
     );
-    if m.os_config().reading.connect_power == ConnectPower::DriverHolds {
+    if m.os_config().windows.reading().connect_power == ConnectPower::DriverHolds {
         assert!(held < f0, "the driver's reference brought F0: {ev:#?}");
     }
     okk(&m, q.close());

@@ -126,7 +126,7 @@ fn tdr_05_nothing_to_reset() {
     // Kernel-mode DMA from a process: a software-scheduled node (24H2 refuses
     // `D3DKMTSubmitCommand` on a hardware-scheduled one's contexts).
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    cfg.os.windows = rvgpu_simos::Windows::PAGES;
     cfg.adapters[0].hwsch_feature = false;
     let m = started(cfg);
     enable_tdr(&m, fast());

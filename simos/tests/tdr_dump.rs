@@ -99,7 +99,7 @@ fn tdr_01_collect_dbg_info_level_zero() {
 /// claimed, and the payload's `hContext` stays NULL.
 #[test]
 fn tdr_01_24h2_collects_dbg_info2_after_the_group_and_before_the_reset() {
-    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::W24H2);
+    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::Windows::W24H2);
     let h = ok(&m, m.create_process(0));
     let mut uq = okk(&m, UserQueue::new(m.kmt(&h), &config(0)));
     okk(&m, uq.submit(&[Command::Hang]));
@@ -195,7 +195,7 @@ fn hang_a_kernel_queue_until_dumped(m: &Machine) -> (KernelQueue<SimKmt<'_>>, u6
 /// ended); the innocent copy engine is idle and names no queue.
 #[test]
 fn tdr_01_dump_names_the_hung_kernel_queue_its_fences_and_packet() {
-    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::W24H2);
+    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::Windows::W24H2);
     let (kq, done, hang) = hang_a_kernel_queue_until_dumped(&m);
     let dump = m.last_tdr_dump(0).unwrap();
     let hd = tdrdump::header(&dump.bytes).expect("an rvgpu dump");
@@ -245,7 +245,7 @@ fn tdr_01_dump_names_the_hung_kernel_queue_its_fences_and_packet() {
 #[test]
 fn tdr_01_collect_dbg_info2_level_zero() {
     let mut cfg = MachineConfig::single(Mode::Threaded);
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading::W24H2;
+    cfg.os.windows = rvgpu_simos::Windows::W24H2;
     let m = started(cfg);
     enable_tdr_after(&m, THREADED_TDR_DELAY, Duration::from_millis(5));
     let h = ok(&m, m.create_process(0));
@@ -332,7 +332,7 @@ fn node() -> std::path::PathBuf {
 /// says idle and names nothing.
 #[test]
 fn tdr_01_windbg_script_decodes_the_dump_of_a_real_hang() {
-    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::machine::answers::Reading::W24H2);
+    let m = tdr_machine_reading(Mode::Step, rvgpu_simos::Windows::W24H2);
     let (kq, done, hang) = hang_a_kernel_queue_until_dumped(&m);
     let dump = m.last_tdr_dump(0).unwrap();
     let hd = tdrdump::header(&dump.bytes).unwrap();

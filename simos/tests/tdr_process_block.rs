@@ -20,7 +20,7 @@ use rvgpu_umd::submit::UserQueue;
 
 /// Whether the machine plays 24H2's block (the pages have none).
 fn blocks(m: &Machine) -> bool {
-    m.os_config().reading.process_tdr_block == ProcessTdrBlock::Blocks
+    m.os_config().windows.reading().process_tdr_block == ProcessTdrBlock::Blocks
 }
 
 /// One engine timeout charged to `p`'s process: a HANG on a new context of `p`'s device,

@@ -483,8 +483,8 @@ fn um_13_threaded_f1_while_submitting() {
         ok(&m, m.exit_process(p));
     }
     let ev = events_of(&m);
-    use rvgpu_simos::machine::answers::{EngineStateReports, Reading};
-    if Reading::from_env().engine_state == EngineStateReports::Acted {
+    use rvgpu_simos::machine::answers::EngineStateReports;
+    if rvgpu_simos::Windows::from_env().reading().engine_state == EngineStateReports::Acted {
         // By the pages the OS disconnects the doorbells and the idle engine goes to F1, or
         // the connected doorbells hold their engines and the requests are declined.
         assert!(

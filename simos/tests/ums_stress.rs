@@ -92,21 +92,20 @@ impl Drop for SeedGuard {
 
 /// The stress checks the OS's view of every queue's progress (UM-16) and its power-downs
 /// under that work (UM-13, UM-14): the pages' flows, where the OS gives user-mode queues their
-/// progress fence (24H2 gives none, windows-bringup.md §13). Under `RVGPU_OS_READING` the
+/// progress fence (24H2 gives none, windows-bringup.md §13). Under `RVGPU_WINDOWS` the
 /// rest of that reading stays.
-fn pages_reading() -> rvgpu_simos::machine::answers::Reading {
-    use rvgpu_simos::machine::answers::{Reading, UmsProgress};
-    Reading {
-        ums_progress: UmsProgress::Given,
-        ..Reading::from_env()
-    }
+fn pages_reading() -> rvgpu_simos::Windows {
+    use rvgpu_simos::machine::answers::UmsProgress;
+    rvgpu_simos::Windows::from_env().answering(|r| {
+        r.ums_progress = UmsProgress::Given;
+    })
 }
 
 /// One adapter in `mode` under the pages reading, with `doorbells` doorbells and F1 after
 /// `idle_f1_ticks` idle ticks: driver loaded, adapter started.
 fn stress_machine(mode: Mode, doorbells: u32, idle_f1_ticks: u64) -> Machine {
     let mut cfg = MachineConfig::single(mode);
-    cfg.os.reading = pages_reading();
+    cfg.os.windows = pages_reading();
     cfg.adapters[0].device.doorbells = doorbells;
     cfg.adapters[0].device.idle_f1_ticks = idle_f1_ticks;
     started(cfg)
@@ -714,7 +713,7 @@ fn run_step(seed: u64, scale: u64) {
             // The pages' OS disconnects every doorbell first, so the idle GPU powers down; on
             // 24H2 a connected doorbell holds its engine's power component and it stays in D0.
             let down = ok(m, seed, m.power_down(0));
-            let disconnects = m.os_config().reading.os_disconnects
+            let disconnects = m.os_config().windows.reading().os_disconnects
                 == rvgpu_simos::machine::answers::OsDisconnects::OnPowerAndReset;
             assert!(
                 down || !disconnects,
@@ -764,7 +763,7 @@ fn run_step(seed: u64, scale: u64) {
     assert!(st.submissions > steps / 2, "seed {seed:#x}: {st:?}");
     // F1 and D3 come when the OS disconnects the doorbells (the pages); on 24H2 a connected
     // doorbell holds its engine's power component.
-    let reading = m.os_config().reading;
+    let reading = m.os_config().windows.reading();
     let disconnects =
         reading.os_disconnects == rvgpu_simos::machine::answers::OsDisconnects::OnPowerAndReset;
     assert!(

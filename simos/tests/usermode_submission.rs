@@ -355,10 +355,9 @@ fn um_17_18_exit_and_kill_free_allocations_before_queues_in_24h2_order() {
     for kill in [false, true] {
         let mut cfg = rvgpu_simos::MachineConfig::single(Mode::Step);
         cfg.adapters[0].device.doorbells = 4;
-        cfg.os.reading = rvgpu_simos::machine::answers::Reading {
-            teardown: Teardown::AllocationsFirst,
-            ..rvgpu_simos::machine::answers::Reading::from_env()
-        };
+        cfg.os.windows = rvgpu_simos::Windows::from_env().answering(|r| {
+            r.teardown = Teardown::AllocationsFirst;
+        });
         let m = started(cfg);
         let before = m.contiguous_allocations(0);
         let (p, k) = user_process(&m);
@@ -1346,11 +1345,10 @@ enum Lie {
 /// nothing to be lied to about).
 fn lying_exit(mode: Mode, lie: Lie) {
     let mut cfg = MachineConfig::single(mode);
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading {
-        ums_progress: UmsProgress::Given,
-        teardown: Teardown::QueuesFirst,
-        ..rvgpu_simos::machine::answers::Reading::from_env()
-    };
+    cfg.os.windows = rvgpu_simos::Windows::from_env().answering(|r| {
+        r.ums_progress = UmsProgress::Given;
+        r.teardown = Teardown::QueuesFirst;
+    });
     cfg.adapters[0].device.doorbells = 4;
     // Threaded mode waits in real time: a short exit wait keeps the test short, long enough
     // for the victim's own waits on a loaded machine.

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! rvgpu-whlk [--backend sim|windows|kmt-sim] [--driver linux|pe|pe:DIR] [--umd rust|pe|pe:PATH] [--filter SUBSTR] [--requirement ID[,ID...]]... [--list]
-//!             [--windows 24h2|25h2|26h1] [--without-inf-features] [--hwsch on|off] [--device SPEC]
+//!             [--windows 22631|24h2|25h2|26h1[+pages]|pages] [--without-inf-features] [--hwsch on|off] [--device SPEC]
 //!             [--junit PATH] [--timeline PATH | --no-timeline] [--timeline-svg PATH]
 //! ```
 //! `--windows` and `--without-inf-features` choose the Windows the simulated machines play
@@ -113,10 +113,12 @@ struct Cli {
     /// Also draw the timeline as an SVG picture here.
     #[arg(long, value_name = "PATH")]
     timeline_svg: Option<std::path::PathBuf>,
-    /// The Windows build whose graphics kernel the simulated machines follow: `24h2` (the
-    /// default), `25h2`, or `26h1`, which does not support native fences at all.
-    #[arg(long, value_name = "24h2|25h2|26h1", default_value = "24h2")]
-    windows: String,
+    /// The Windows the simulated machines play (`rvgpu_simos::Windows::parse`): a kernel,
+    /// `22631`, `24h2`, `25h2` or `26h1` (no native fences at all), answering as its code does,
+    /// or with `+pages` as Microsoft's pages do (`pages`: 24H2's kernel). Default:
+    /// `RVGPU_WINDOWS`, else `24h2`.
+    #[arg(long, value_name = "KERNEL[+pages]|pages")]
+    windows: Option<String>,
     /// The simulated adapters' software keys without the `Features` values `rvgpu.inf` writes
     /// (a stock Windows: native fences and user-mode submission off).
     #[arg(long)]
@@ -248,7 +250,10 @@ fn journal_in_child() -> Result<String, String> {
 /// which features it enabled for the driver.
 fn choose_windows(cli: &Cli) -> Result<(), String> {
     let os = rvgpu_whlk::os::OsUnderTest {
-        build: rvgpu_simos::WindowsBuild::parse(&cli.windows)?,
+        windows: match &cli.windows {
+            Some(w) => rvgpu_simos::Windows::parse(w)?,
+            None => rvgpu_simos::Windows::from_env(),
+        },
         inf_features: !cli.without_inf_features,
         hwsch: match cli.hwsch.as_str() {
             "on" => true,
@@ -257,6 +262,8 @@ fn choose_windows(cli: &Cli) -> Result<(), String> {
         },
     };
     rvgpu_whlk::os::set(os);
+    // Machines the harness configures without `rvgpu_whlk::os::apply` play it too.
+    rvgpu_simos::Windows::set_default(os.windows);
     let features = rvgpu_whlk::os::enabled_features()?
         .iter()
         .map(|(name, v)| format!("{name} v{v}"))
@@ -264,7 +271,7 @@ fn choose_windows(cli: &Cli) -> Result<(), String> {
         .join(", ");
     println!(
         "Windows {}{}{}: features enabled for the driver: {features}",
-        os.build.name(),
+        os.windows.name(),
         if os.inf_features {
             ""
         } else {
@@ -480,7 +487,10 @@ fn main() -> ExitCode {
     }
     if !matches!(cli.backend, BackendKind::Windows) {
         if let Err(e) = choose_windows(&cli) {
-            eprintln!("rvgpu-whlk: --windows {}: {e}", cli.windows);
+            eprintln!(
+                "rvgpu-whlk: --windows {}: {e}",
+                cli.windows.as_deref().unwrap_or("(RVGPU_WINDOWS)")
+            );
             return ExitCode::from(2);
         }
     }

@@ -1,5 +1,6 @@
-//! The Windows the simulated machines play (`--windows`, `--without-inf-features`) and what
-//! its feature database enabled for the driver.
+//! The Windows the simulated machines play (`--windows`, one [`Windows`] value: the kernel and
+//! the answers where its code and Microsoft's pages disagree; `--without-inf-features`) and
+//! what its feature database enabled for the driver.
 //!
 //! Native fences, and user-mode submission which depends on them, are off on a stock Windows:
 //! 24H2 and 25H2 enable `DXGK_FEATURE_NATIVE_FENCE` only through the adapter's
@@ -11,14 +12,13 @@
 use std::sync::RwLock;
 
 use rvgpu_ddi::feature::*;
-use rvgpu_simos::machine::answers::Reading;
-use rvgpu_simos::{Machine, MachineConfig, Mode, WindowsBuild};
+use rvgpu_simos::{Machine, MachineConfig, Mode, Windows};
 
 /// The Windows the simulated machines play.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OsUnderTest {
-    /// The build whose graphics kernel they follow.
-    pub build: WindowsBuild,
+    /// The kernel they play and its answers.
+    pub windows: Windows,
     /// Whether the adapter's software key has the `Features` values the INF writes.
     pub inf_features: bool,
     /// Hardware-accelerated GPU scheduling (`GraphicsDrivers\\HwSchMode`): one setting for
@@ -30,7 +30,7 @@ pub struct OsUnderTest {
 impl Default for OsUnderTest {
     fn default() -> Self {
         Self {
-            build: WindowsBuild::W24H2,
+            windows: Windows::from_env(),
             inf_features: true,
             hwsch: true,
         }
@@ -52,16 +52,13 @@ pub fn set(os: OsUnderTest) {
     *CURRENT.write().unwrap_or_else(|p| p.into_inner()) = Some(os);
 }
 
-/// Applies the current Windows to a machine's configuration: its build and hardware
-/// scheduling, the build's reading of the flows where the decompiled code and the pages differ (26H1 has its own), and the
-/// adapters' software keys without the `Features` values when they are removed.
+/// Applies the current Windows to a machine's configuration: the Windows value and hardware
+/// scheduling, and the adapters' software keys without the `Features` values when they are
+/// removed.
 pub fn apply(mc: &mut MachineConfig) {
     let os = current();
-    mc.os.windows_build = os.build;
+    mc.os.windows = os.windows;
     mc.os.hwsch_feature = os.hwsch;
-    if os.build == WindowsBuild::W26H1 {
-        mc.os.reading = Reading::W26H1;
-    }
     if !os.inf_features {
         for a in &mut mc.adapters {
             a.software_key.remove_subkey("Features");
@@ -111,12 +108,15 @@ pub fn why_no_native_fences() -> Option<String> {
         let os = current();
         if !os.hwsch {
             "needs native fences: off with hardware scheduling off (HwSchMode = 1)".into()
-        } else if os.build == WindowsBuild::W26H1 {
-            "needs native fences: Windows 26H1 does not support them".into()
+        } else if !os.windows.native_fence_supported() {
+            format!(
+                "needs native fences: Windows {} does not support them",
+                os.windows.kernel().name().to_ascii_uppercase()
+            )
         } else {
             format!(
                 "needs native fences: off on Windows {} without the INF's Features\\37",
-                os.build.name()
+                os.windows.kernel().name().to_ascii_uppercase()
             )
         }
     })

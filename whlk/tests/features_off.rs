@@ -4,7 +4,7 @@
 //! fence (kernel-mode submission, monitored fences, TDR, allocations) ends as it does with
 //! native fences on, and every case that needs them is skipped with the reason.
 
-use rvgpu_simos::WindowsBuild;
+use rvgpu_simos::Windows;
 use rvgpu_whlk::backend::kmt::{sim::SimPlatform, KmtBackend};
 use rvgpu_whlk::backend::sim::SimBackend;
 use rvgpu_whlk::backend::{Backend, Capability};
@@ -62,11 +62,11 @@ fn check(on: &[Outcome], off: &[Outcome], why: &str, strict: bool) -> usize {
 #[test]
 fn native_fences_off_every_case_without_them_passes_and_the_rest_skip_with_the_reason() {
     let on_26h1 = OsUnderTest {
-        build: WindowsBuild::W26H1,
+        windows: Windows::W26H1,
         ..OsUnderTest::default()
     };
     let values_removed = OsUnderTest {
-        build: WindowsBuild::W24H2,
+        windows: Windows::W24H2,
         inf_features: false,
         ..OsUnderTest::default()
     };

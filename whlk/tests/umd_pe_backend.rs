@@ -127,7 +127,7 @@ fn the_dll_backend_passes_or_skips_every_case_with_the_missing_piece() {
         .iter()
         .find(|r| r.name == "NativeFence.NoWaiterNoInterrupt")
         .expect("the case");
-    let counted = match rvgpu_simos::machine::answers::Reading::from_env().ums_progress {
+    let counted = match rvgpu_simos::Windows::from_env().reading().ums_progress {
         rvgpu_simos::machine::answers::UmsProgress::None => {
             assert_eq!(r.outcome, Outcome::Pass, "{:?}", r.outcome);
             1

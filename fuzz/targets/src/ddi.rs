@@ -665,7 +665,7 @@ mod tests {
     /// Whether the reading these seeds run under gives an allocation its VA at create (the
     /// seeds were written for that; under 24H2 a VA comes only from a Map they do not make).
     fn gives_va_at_create() -> bool {
-        rvgpu_simos::machine::answers::Reading::from_env().allocation_va
+        rvgpu_simos::Windows::from_env().reading().allocation_va
             == rvgpu_simos::machine::answers::AllocationVa::AtCreate
     }
 }

@@ -46,7 +46,7 @@ fn os_allows(a: &AdapterShared, id: DXGK_FEATURE_ID) -> bool {
         DXGK_FEATURE_USER_MODE_SUBMISSION => a.os.ums_feature,
         DXGK_FEATURE_NATIVE_FENCE => {
             a.os.native_fence_feature
-                && os_supports(a.os.windows_build, id)
+                && a.os.windows.supports_feature(id)
                 && configure(id, &a.registry_keys().software_key).enabled
         }
         _ => true,
@@ -148,19 +148,6 @@ pub fn configure(id: DXGK_FEATURE_ID, key: &crate::adapter::registry::RegKey) ->
         enabled: enabled & 1 != 0,
         allow_experimental: experimental & 1 != 0,
     }
-}
-
-/// BR-112: whether the OS build supports `id` at all. \[D\] 11-26H1 `CheckFeatureOSSupport` @
-/// 0x140288B70 answers no for PAGE_BASED_MEMORY_MANAGER (32) and NATIVE_FENCE (37) whatever
-/// the database says, and its caller `IsFeatureEnabledUncached` @ 0x140289AE4 enables nothing
-/// the OS does not support; 24H2 and 25H2 have no such gate (their `IsFeatureEnabledUncached`
-/// follows the configuration, BR-110/111).
-pub fn os_supports(build: crate::os::WindowsBuild, id: DXGK_FEATURE_ID) -> bool {
-    !(build == crate::os::WindowsBuild::W26H1
-        && matches!(
-            id,
-            DXGK_FEATURE_NATIVE_FENCE | DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER
-        ))
 }
 
 /// Dependencies the OS hardcodes. \[M\] "Querying WDDM feature support and enablement",

@@ -321,7 +321,8 @@ pub fn service_dpc(a: &AdapterShared) -> bool {
     // VidSch's DPC-time work on what the DPC notified (native fences, NF-04), still at
     // DISPATCH_LEVEL and under the gate (so a DPC flush also waits for it). On 24H2 it ran
     // inside the driver's DxgkCbNotifyDpc already (callbacks::interrupt::notify_dpc).
-    let after = a.os.reading.dpc_fence_work == crate::os::answers::DpcFenceWork::AfterDpcReturns;
+    let after =
+        a.os.windows.reading().dpc_fence_work == crate::os::answers::DpcFenceWork::AfterDpcReturns;
     if after && !a.state.is_halted() {
         crate::sync::fence::process_dpc_work(a);
     }

@@ -16,7 +16,16 @@
 use rvgpu_cat::signature::{self, SignatureError};
 
 use super::codes::*;
-use super::{CertStores, Refusal};
+use super::refusal::Refusal;
+
+/// The machine's certificate stores (DER certificates).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CertStores {
+    /// Trusted Root Certification Authorities (`certutil -addstore Root`).
+    pub root: Vec<Vec<u8>>,
+    /// Trusted Publishers (`certutil -addstore TrustedPublisher`).
+    pub trusted_publisher: Vec<Vec<u8>>,
+}
 
 /// The trusted chain found for a catalog: its signer, and the root it ends in.
 #[derive(Clone, Debug, PartialEq, Eq)]

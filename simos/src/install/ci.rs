@@ -11,8 +11,10 @@
 //! The image's own embedded signature is not checked here: the catalog is the route this
 //! package is signed by, and Windows accepts either.
 
+use super::catalog;
 use super::codes::*;
-use super::{catalog, Refusal, StoredPackage, System};
+use super::refusal::Refusal;
+use super::system::{StoredPackage, System};
 
 fn refuse(rule: &'static str, code: u32, problem: u32, why: impl Into<String>) -> Refusal {
     Refusal {

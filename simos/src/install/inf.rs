@@ -16,7 +16,7 @@
 //! system versions" (the `NTamd64.10.0...26100` decoration).
 
 use super::codes::*;
-use super::Refusal;
+use super::refusal::Refusal;
 use crate::base::regkey::{RegValue, REG_EXPAND_SZ, REG_SZ};
 
 /// One line of a section: its key (left of `=`, if any) and its fields (right of `=`, split

@@ -25,102 +25,19 @@ pub mod inf;
 #[cfg(target_os = "linux")]
 pub mod loader;
 pub mod package;
+pub mod refusal;
 pub mod registry;
+pub mod system;
 
 use std::path::{Path, PathBuf};
 
 use crate::base::regkey::{RegKey, RegValue, REG_EXPAND_SZ, REG_SZ};
 
+pub use self::catalog::CertStores;
+pub use self::refusal::Refusal;
+pub use self::system::{store_root, Installed, StoredPackage, System, FILE_REPOSITORY};
+
 use self::registry::Registry;
-
-/// Why Windows refuses the package or the driver: where (`PnP`, `InfVerif`, `CI`,
-/// `loader`), the rule (docs/windows-bringup.md §1, §2), Windows' code (a SetupAPI error,
-/// an HRESULT or an NTSTATUS), the device's problem code when the device shows one, and what
-/// was wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Refusal {
-    pub stage: &'static str,
-    pub rule: &'static str,
-    pub code: u32,
-    pub problem: Option<u32>,
-    pub why: String,
-}
-
-impl Refusal {
-    /// A refusal at the PnP stage with no device problem code.
-    pub(crate) fn pnp(rule: &'static str, code: u32, why: impl Into<String>) -> Self {
-        Self {
-            stage: "PnP",
-            rule,
-            code,
-            problem: None,
-            why: why.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {:#010x}", self.stage, self.rule, self.code)?;
-        if let Some(p) = self.problem {
-            write!(f, " (Code {p})")?;
-        }
-        write!(f, ": {}", self.why)
-    }
-}
-
-/// The machine's certificate stores (DER certificates).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CertStores {
-    /// Trusted Root Certification Authorities (`certutil -addstore Root`).
-    pub root: Vec<Vec<u8>>,
-    /// Trusted Publishers (`certutil -addstore TrustedPublisher`).
-    pub trusted_publisher: Vec<Vec<u8>>,
-}
-
-/// A package in the driver store.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredPackage {
-    /// `rvgpu.inf_amd64_<hash>`, the folder under `FileRepository`.
-    pub folder: String,
-    /// Where the folder's files are on this host.
-    pub dir: PathBuf,
-    pub catalog: Vec<u8>,
-    pub plan: inf::Plan,
-    pub trust: catalog::Trust,
-}
-
-/// One simulated Windows machine, as far as installing a driver touches it.
-#[derive(Clone, Debug)]
-pub struct System {
-    pub registry: Registry,
-    pub driver_store: Vec<StoredPackage>,
-    pub certs: CertStores,
-    /// `bcdedit /set testsigning on`.
-    pub test_signing: bool,
-    /// Memory integrity (HVCI) on: the loader's LD-04.
-    pub memory_integrity: bool,
-    /// The Windows build (26100: 24H2).
-    pub build: u32,
-    /// The display device's PCI IDs ([`inf::rvgpu_pci_ids`]).
-    pub device_ids: Vec<String>,
-    /// Where this machine's driver-store folders are on the host ([`store_root`] unless a
-    /// test gives the machine a store of its own).
-    pub store_root: PathBuf,
-}
-
-/// What an install left: the package and where its keys are.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Installed {
-    pub package: StoredPackage,
-    /// The adapter's software key (`HKLM\...\Class\{Display}\0000`).
-    pub software_key_path: String,
-    /// The service key.
-    pub service_key_path: String,
-}
-
-/// `C:\Windows\System32\DriverStore\FileRepository`: where `%13%` folders are.
-pub const FILE_REPOSITORY: &str = r"C:\Windows\System32\DriverStore\FileRepository";
 
 /// The device instance the simulated PnP enumerates the adapter as.
 fn device_instance(ids: &[String]) -> String {
@@ -419,17 +336,6 @@ impl AdapterKeys {
     }
 }
 
-/// The build number of a Windows build the simulated OS plays: 26100 (24H2), 26200 (25H2),
-/// 28000 (26H1; the number of its first releases, \[I\]).
-pub fn build_number(w: crate::os::WindowsBuild) -> u32 {
-    use crate::os::WindowsBuild as W;
-    match w {
-        W::W24H2 => 26100,
-        W::W25H2 => 26200,
-        W::W26H1 => 28000,
-    }
-}
-
 /// `inf/rvgpu.inf` with `DriverVer` stamped as scripts/package.sh stamps it (a date, and the
 /// workspace version with a 0 build number: `crate::adapter::registry::inf_driver_version`).
 pub fn stamped_repository_inf() -> String {
@@ -456,6 +362,9 @@ pub fn stamped_repository_inf() -> String {
 /// package installed on a test machine; the Linux build, the registry of the INF stage over
 /// the repository's INF stamped as the package's is. Once per process each.
 pub fn default_adapter_keys() -> AdapterKeys {
+    // The Windows machines play unless configured otherwise: a kernel the INF does not
+    // target installs nothing.
+    let build = crate::os::Windows::from_env().build_number();
     static INF_ONLY: std::sync::OnceLock<AdapterKeys> = std::sync::OnceLock::new();
     #[cfg(target_os = "linux")]
     {
@@ -465,7 +374,7 @@ pub fn default_adapter_keys() -> AdapterKeys {
         {
             return PACKAGE
                 .get_or_init(|| {
-                    let installed = install_package(path.as_deref(), 26100, true, true);
+                    let installed = install_package(path.as_deref(), build, true, true);
                     match installed {
                         Ok(Ok((system, installed))) => {
                             AdapterKeys::read(&system, &installed.software_key_path)
@@ -479,7 +388,7 @@ pub fn default_adapter_keys() -> AdapterKeys {
     }
     INF_ONLY
         .get_or_init(|| {
-            let mut system = System::stock(26100);
+            let mut system = System::stock(build);
             match system.install_inf_only(&stamped_repository_inf()) {
                 Ok(path) => AdapterKeys::read(&system, &path),
                 Err(_) => AdapterKeys::default(),
@@ -530,7 +439,7 @@ pub fn install_and_load(
 ) -> Result<Result<(PathBuf, AdapterKeys), Refusal>, String> {
     let installed = install_package(
         package,
-        build_number(os.windows_build),
+        os.windows.build_number(),
         os.test_signing,
         os.memory_integrity,
     )?;
@@ -545,17 +454,6 @@ pub fn install_and_load(
 
 fn sha2_digest(data: &[u8]) -> Vec<u8> {
     rvgpu_cat::hash_file("", data).sha256
-}
-
-/// The host directory that holds the simulated driver stores' folders: the PE target
-/// directory's `driver-store` (`RVGPU_TARGET_DIR`, else `target/pe`).
-pub fn store_root() -> PathBuf {
-    std::env::var_os("RVGPU_TARGET_DIR")
-        .map_or_else(
-            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pe"),
-            PathBuf::from,
-        )
-        .join("driver-store")
 }
 
 /// Copies the package's files into the store folder `folder` (named after the catalog, so

@@ -90,7 +90,7 @@ fn sweep() {
         }
     }
     let hour = std::time::Duration::from_secs(3600);
-    for e in std::fs::read_dir(super::store_root())
+    for e in std::fs::read_dir(super::system::store_root())
         .into_iter()
         .flatten()
         .flatten()

@@ -241,7 +241,7 @@ pub fn nt_dxgk_open_native_fence_from_nt_handle_internal(
     }
     // 24H2 gives `DXGSYNCOBJECT::Open` no buffer for private data and copies the caller's
     // capture back, its `PrivateDriverData` untouched; the pages return the driver's.
-    if m.os_config().reading.open_fence_pdd == OpenFencePdd::DriversOpen {
+    if m.os_config().windows.reading().open_fence_pdd == OpenFencePdd::DriversOpen {
         a.PrivateDriverData = f.open_pdd();
     }
     a.NativeFenceMapping.CurrentValueCpuVa = f.current_value_kernel_va() as u64;

@@ -3,12 +3,11 @@
 //!
 //! Neither source wins by default: the pseudocode is one build read by hand, the pages are
 //! what Microsoft promises. A driver that is correct on Windows survives both, so every
-//! disagreement is an option here, the suites run under each reading
-//! ([`Reading::from_env`], `RVGPU_OS_READING`), and docs/windows-bringup.md ("Where the code
-//! and the pages disagree") lists each with both sources. The default is 24H2 as decompiled
-//! (`11-24H2` in `nohuto/decompiled-pseudocode`; K: dxgkrnl, M: dxgmms2).
-
-use std::sync::RwLock;
+//! disagreement is an option here, the suites run under each reading (the machine's
+//! [`super::Windows`] carries its answers: its kernel's code, or the pages), and
+//! docs/windows-bringup.md ("Where the code and the pages disagree") lists each with both
+//! sources. The default is 24H2 as decompiled (`11-24H2` in `nohuto/decompiled-pseudocode`;
+//! K: dxgkrnl, M: dxgmms2).
 
 /// What `DxgkDdiCreateNativeFence` is told about the fence's storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,7 +297,7 @@ pub enum ProgressFence {
     /// `DxgkDdiCreateHwQueueForUserModeSubmission`, a DDI no header defines.
     NativeKernelQueues,
     /// The pages' user-mode half as well: every queue's progress fence native. Chosen by tests
-    /// only (`OsConfig::reading`); no reading plays it.
+    /// only (`Windows::answering`); no reading plays it.
     NativeEveryQueue,
 }
 
@@ -493,7 +492,7 @@ pub enum PagingWork {
     /// before accessing the allocation), so every reading plays it.
     Queued,
     /// Done inside the thunk, its fence value reached on return. Chosen by tests that need
-    /// synchronous paging only (`OsConfig::reading`); no reading plays it.
+    /// synchronous paging only (`Windows::answering`); no reading plays it.
     InThunk,
 }
 
@@ -518,7 +517,7 @@ pub enum RootHandOver {
 /// One answer to each disagreement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
-    /// A short name (`24h2`, `26h1`, `pages`).
+    /// A short name (`22631`, `24h2`, `25h2`, `26h1`, `pages`).
     pub name: &'static str,
     /// System-process VAs at native-fence create.
     pub system_vas: SystemVas,
@@ -655,63 +654,11 @@ impl Reading {
         lost_fence: LostFence::Asked,
         dbg_info: DbgInfoDdi::First,
     };
-
-    /// Every named reading.
-    pub const ALL: [Self; 3] = [Self::W24H2, Self::W26H1, Self::PAGES];
-
-    /// Parses a name of [`Reading::ALL`] (`25h2` reads as 24H2: the flows read the same).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "25h2" => Some(Self {
-                name: "25h2",
-                ..Self::W24H2
-            }),
-            _ => Self::ALL.into_iter().find(|r| r.name == s),
-        }
-    }
-
-    /// The reading machines configured from now on play: the one set by
-    /// [`Reading::set_default`], else `RVGPU_OS_READING`, else 24H2.
-    pub fn from_env() -> Self {
-        if let Some(r) = *DEFAULT.read().unwrap_or_else(|p| p.into_inner()) {
-            return r;
-        }
-        std::env::var("RVGPU_OS_READING")
-            .ok()
-            .and_then(|v| Self::parse(&v))
-            .unwrap_or(Self::W24H2)
-    }
-
-    /// Makes `r` the reading of every machine configured from now on (the harness's
-    /// `--os-reading`).
-    pub fn set_default(r: Self) {
-        *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(r);
-    }
 }
-
-impl Default for Reading {
-    fn default() -> Self {
-        Self::from_env()
-    }
-}
-
-static DEFAULT: RwLock<Option<Reading>> = RwLock::new(None);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_reading_parses_back_from_its_name() {
-        for r in Reading::ALL {
-            assert_eq!(Reading::parse(r.name), Some(r));
-        }
-        assert_eq!(
-            Reading::parse("25h2").map(|r| r.system_vas),
-            Some(SystemVas::NotPassed)
-        );
-        assert_eq!(Reading::parse("23h2"), None);
-    }
 
     /// NF-02 (the pages): MonitoredValue is the lowest pending wait − 1, whatever the
     /// fence's value and the order the waits came in.

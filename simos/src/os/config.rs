@@ -10,9 +10,129 @@ use rvgpu_device::DeviceConfig;
 use rvgpu_hw::log::ENTRIES_PER_BUFFER;
 use rvgpu_kmd::platform::Irql;
 
-use super::{CpuArch, Mode, OsConfig, WindowsBuild};
+use super::windows::Windows;
 use crate::base::regkey::{RegKey, RegValue};
 use crate::hal::board::PciSpec;
+
+/// How the machine runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Device CMP threads, an interrupt thread and a DPC thread; DDIs from test threads.
+    Threaded,
+    /// No threads: [`Machine::run_steps`](crate::Machine::run_steps) /
+    /// [`Machine::run_until_idle`](crate::Machine::run_until_idle) step the devices and
+    /// service interrupts and DPCs on the calling thread.
+    Step,
+}
+
+/// The CPU architecture Windows runs on. It matters where Dxgkrnl's rules differ by platform:
+/// a non-coherent aperture is refused on x64 only (BR-50).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CpuArch {
+    /// x86-64: DMA is always I/O coherent.
+    #[default]
+    X64,
+    /// ARM64: some platforms' DMA does not snoop CPU caches (AL-06).
+    Arm64,
+}
+
+/// OS feature switches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OsConfig {
+    /// VidMm's reuse of freed system pages: `true` hands a freed page out again first, as
+    /// Windows' memory manager does (`rvgpu_device::Memory::set_freed_first`); `false` (the
+    /// default) keeps the emulated bus's next fit, which leaves a freed range unused as long as
+    /// it can.
+    pub reuse_freed_pages_first: bool,
+    /// The OS's policy for `DXGK_FEATURE_NATIVE_FENCE` (NF-10): `false` is a registry
+    /// override or build that turns it off whatever the driver supports.
+    pub native_fence_feature: bool,
+    /// The OS's policy for `DXGK_FEATURE_HWSCH` (hardware scheduling; Windows' `HwSchMode`
+    /// off when `false`). Everything that depends on it — user-mode submission, native
+    /// fences — goes with it (`dxgkrnl::features`).
+    pub hwsch_feature: bool,
+    /// The OS's policy for `DXGK_FEATURE_USER_MODE_SUBMISSION`.
+    pub ums_feature: bool,
+    /// The Windows the machine plays: its kernel, whose build facts every build-dependent
+    /// rule asks, and the answers where its code and Microsoft's pages disagree
+    /// ([`super::windows`]; default [`Windows::from_env`]).
+    pub windows: Windows,
+    /// windows-bringup.md §15 question 10 (BR-24): how a DDI that returns at another IRQL than it was called at
+    /// stops the machine. `false`: the simulation's own 0xC8 `IRQL_UNEXPECTED_VALUE`
+    /// (`bugcheck::irql_unexpected::SIM_DDI`). `true` (default): Windows' code,
+    /// 0x113 `VIDEO_DXGKRNL_FATAL_ERROR` with parameter 1 = 0x10, for the DDIs Dxgkrnl calls
+    /// through its `DXGADAPTER` / `ADAPTER_RENDER` `Ddi*` wrappers (\[D\] e.g.
+    /// `ADAPTER_RENDER::DdiCreateHwQueue`, \[D24\] `ADAPTER_RENDER::DdiCreateNativeFence` @
+    /// 0x140425BF0: `WdLogSingleEntry5(0, 0x113, 0x10, adapter, IRQL before, IRQL after)`, a
+    /// watchdog record of the Critical category, which bug-checks with its first word as the
+    /// code: docs/windows-bringup.md §15 Q10). The PnP-layer wrappers (`DpiDxgkDdi*`:
+    /// AddDevice, StartDevice, …) make no such check, so those DDIs keep 0xC8.
+    pub ddi_irql_mismatch_is_0x113: bool,
+    /// IRQL the OS calls `DxgkDdiSubmitCommandToHwQueue` at. Microsoft allows PASSIVE_LEVEL or
+    /// DISPATCH_LEVEL; the default is the stricter DISPATCH_LEVEL (a driver must cope with it).
+    pub submit_irql: Irql,
+    /// How long, in threaded mode, a blocking D3DKMT wait waits with its fences standing still
+    /// before it fails (24H2's has no limit: this one stands for "hung"), and a normal exit's
+    /// wait for a queue waits.
+    pub wait_timeout: Duration,
+    /// `NumberOfEntries` of the wait and signal logs the OS gives every user-mode
+    /// queue (default 84, a full 4 KiB buffer; tests use 4 to force overflows, LOG-05).
+    pub log_entries: u64,
+    /// Windows' `HKLM\SYSTEM\CurrentControlSet\Control\GraphicsDrivers\ValidateWDDMCaps`:
+    /// set, Dxgkrnl holds a WDDM 1.2+ hardware adapter to the mandatory WDDM 1.2 render
+    /// features (docs/windows-bringup.md BR-52). \[D\] `DXGGLOBAL::Initialize` reads the value
+    /// and leaves the check off when it is absent, so the default here is off too.
+    pub validate_wddm_caps: bool,
+    /// `NumberOfEntries` of every hardware-scheduled node's scheduling log (Windows:
+    /// 0x800, \[D\] `VidSchCreateSchedulingLogs`; tests use small logs to force wrap-around).
+    pub sched_log_entries: u32,
+    /// `targetNormalBandPercentage` of `DxgkDdiSetupPriorityBands`. \[D\]
+    /// `VidSchiInitializeNode` reads it from VIDSCH_GLOBAL+208, which only
+    /// `VidSchSetYieldPercentage` writes (caller not in the 22631 pseudocode); 0 until set.
+    pub hws_normal_band_percentage: u32,
+    /// The CPU architecture (default x64).
+    pub cpu_arch: CpuArch,
+    /// BR-80/81: `GraphicsDrivers\HwSchMode` (\[D\] `DpiInitializeGlobalState`; absent or ≥ 3
+    /// reads as 0). `DxgkCbQueryFeatureSupport` enables HWSCH and USER_MODE_SUBMISSION for a
+    /// *stable* driver only with 0 or 2; 1 turns them off.
+    pub hw_sch_mode: u32,
+    /// BR-80/81: `GraphicsDrivers\HwSchTreatExperimentalAsStable` (default off): an
+    /// *experimental* claim through `DxgkCbQueryFeatureSupport` counts as stable.
+    pub hw_sch_treat_experimental_as_stable: bool,
+    /// BR-78: the kernel block list (`GraphicsDrivers\BlockList\Kernel`, \[D\]
+    /// `CheckKernelBlockList`) holds a `DISABLE_HWSCH` entry matching this driver: the OS
+    /// enables no hardware scheduling for it, by either negotiation path.
+    pub block_list_disable_hwsch: bool,
+    /// Bytes of local memory (VRAM) each process may keep resident (VidMm's
+    /// process budget, "Process residency budgets"); `None`: all of it. `D3DKMTMakeResident`
+    /// past it fails with `STATUS_NO_MEMORY` and the bytes to trim.
+    pub vram_budget: Option<u64>,
+    /// The modelled cost of a D3DKMT call's user→kernel transition (system call and
+    /// the Dxgkrnl thunk's entry work), charged by every thunk of [`crate::kmt::SimKmt`] as
+    /// this many rounds of [`crate::kmt::charge_thunk_cost`] (0: none). Default
+    /// [`DEFAULT_THUNK_COST`]; docs/performance.md gives the reasoning.
+    pub thunk_cost: u32,
+    /// BR-14: `GraphicsDrivers\DisableVersionMismatchCheck` (\[D24\] `DpiFdoInitializeFdo` @
+    /// 0x140242CBC): set, Dxgkrnl does not compare the KMD's file version with the
+    /// package's `DriverVer`. Default off (the value is absent on a stock machine).
+    pub disable_version_mismatch_check: bool,
+    /// BR-06: Dxgkrnl answers the Windows 8 registration request (IOCTL 0x230047,
+    /// `DpiInitializeWin8`) as every build since Windows 8 does (\[D24\] 24H2
+    /// `DxgkInternalDeviceIoctl` @ 0x1403A9E70). `false` stands for an older Dxgkrnl that
+    /// fails it with `STATUS_INVALID_DEVICE_REQUEST`, to prove the driver's fallback to
+    /// 0x23003F.
+    pub dxgkrnl_knows_win8_initialize: bool,
+    /// LD-04: memory integrity (hypervisor-protected code integrity) is on, as on a clean
+    /// Windows 11 installation on capable hardware: the kernel loader also refuses a driver
+    /// with a writable and executable section or without NX_COMPAT. Default on.
+    pub memory_integrity: bool,
+    /// CI-02: test signing is on (`bcdedit /set testsigning on`), as on the test machine
+    /// docs/test-machine.md prepares, whose stores also hold the package's test certificate
+    /// (`crate::install::System::test_machine`). Off: code integrity refuses the test-signed
+    /// `rvgpu.sys` (Code 52), and the kernel-mode testing escape is refused
+    /// ([`crate::dxgkrnl::kmtest`]). Default on.
+    pub test_signing: bool,
+}
 
 /// Default of [`crate::OsConfig::thunk_cost`]: 500 rounds, about 2,000 instructions in the
 /// release build (the round is four instructions; `scripts/callgrind-submission.sh` reports
@@ -39,8 +159,7 @@ impl Default for OsConfig {
             native_fence_feature: true,
             hwsch_feature: true,
             ums_feature: true,
-            ums_requires_slot_1368: false,
-            zero_segments_accepted: false,
+            windows: Windows::from_env(),
             ddi_irql_mismatch_is_0x113: true,
             submit_irql: Irql::Dispatch,
             wait_timeout: DEFAULT_WAIT,
@@ -54,9 +173,7 @@ impl Default for OsConfig {
             block_list_disable_hwsch: false,
             vram_budget: None,
             thunk_cost: DEFAULT_THUNK_COST,
-            reading: crate::os::answers::Reading::from_env(),
             disable_version_mismatch_check: false,
-            windows_build: WindowsBuild::W24H2,
             dxgkrnl_knows_win8_initialize: true,
             memory_integrity: true,
             test_signing: true,

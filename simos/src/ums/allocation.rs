@@ -150,7 +150,8 @@ pub(crate) fn create_allocation2(
                 }
             }
         };
-        let at_create = a.os.reading.allocation_va == crate::os::answers::AllocationVa::AtCreate;
+        let at_create =
+            a.os.windows.reading().allocation_va == crate::os::answers::AllocationVa::AtCreate;
         let reserved = if at_create {
             crate::vidmm::mmu::vidmm_reserve(a, pid, alloc.len).map(Some)
         } else {

@@ -258,7 +258,7 @@ pub(crate) fn create_context_with(
     // The pages' reading gives the root now; 24H2 only at the context's first kernel-mode
     // submission or resume (`super::root::ensure_root`). A context the KMD never heard of gets
     // none (`M:VidSchiEnsureRootPageTableUpdated` @0x1400EAF40 skips a `NoKmdAccess` one).
-    let root_sent = match a.os.reading.root_hand_over {
+    let root_sent = match a.os.windows.reading().root_hand_over {
         RootHandOver::AtCreate if kmd != 0 => crate::vidmm::mmu::set_root(a, pid, kmd)?,
         _ => None,
     };

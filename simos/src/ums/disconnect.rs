@@ -195,7 +195,7 @@ pub(crate) fn cb_disconnect_doorbell(args: &DXGKARGCB_DISCONNECTDOORBELL) -> NTS
              of one doorbell and its queue)"
         ));
     };
-    if a.os.reading.victim_disconnect == VictimDisconnect::CallsDriverDisconnect {
+    if a.os.windows.reading().victim_disconnect == VictimDisconnect::CallsDriverDisconnect {
         drop(os);
         return disconnect_through_driver(&a, h, reason);
     }

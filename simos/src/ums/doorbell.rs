@@ -172,7 +172,7 @@ pub(super) fn connect_ddi(
     // UM-13 (the pages): a connect brings the node to F0 first and holds it there through the
     // connect. 24H2 takes no power reference (`ConnectPower::DriverHolds`): the engine is the
     // driver's to power (`DxgkCbSetPowerComponentActive`).
-    let _active = match a.os.reading.connect_power {
+    let _active = match a.os.windows.reading().connect_power {
         ConnectPower::OsBringsF0 => Some(node_active(a, node)?),
         ConnectPower::DriverHolds => None,
     };
@@ -407,7 +407,7 @@ pub(crate) fn create_doorbell(
         let kmd_alloc = |h: KmtHandle| {
             os.allocations
                 .get(&h)
-                .map_or(0, |al| match a.os.reading.ring_handles {
+                .map_or(0, |al| match a.os.windows.reading().ring_handles {
                     RingHandles::DeviceSpecific => al.opened.map_or(0, |o| o.handle),
                     RingHandles::Created => al.mapped.map_or(0, |m| m.kmd),
                 })
@@ -434,7 +434,9 @@ pub(crate) fn create_doorbell(
         },
         hRingBuffer: kmd_ring as HANDLE,
         hRingBufferControl: kmd_control as HANDLE,
-        Flags: DXGKARG_CREATEDOORBELL_FLAGS::from_value(a.os.reading.doorbell_flags.word(flags)),
+        Flags: DXGKARG_CREATEDOORBELL_FLAGS::from_value(
+            a.os.windows.reading().doorbell_flags.word(flags),
+        ),
     };
     a.observer()
         .handed(&rvgpu_ddi::handover::CREATE_DOORBELL, &args);

@@ -280,7 +280,7 @@ impl QueueFences {
             progress: None,
             native: None,
         };
-        if !(user_mode && a.os.reading.ums_progress == UmsProgress::None) {
+        if !(user_mode && a.os.windows.reading().ums_progress == UmsProgress::None) {
             let made = m.create_monitored_fence(a.index, pid, 0, 0).and_then(|p| {
                 new_handle(pid).map(|h| (h, p.clone())).inspect_err(|_| {
                     let _ = m.destroy_monitored_fence(&p);
@@ -300,8 +300,8 @@ impl QueueFences {
         // the same value, so the native fence's MonitoredValue is held at 0 (every signal
         // reaches the OS: an answer an OS may always give, NF-18's mechanism); the driver sees
         // a native fence it created.
-        let native =
-            a.os.reading.progress_fence.native(user_mode) && lock(&a.fence_os).caps.is_some();
+        let native = a.os.windows.reading().progress_fence.native(user_mode)
+            && lock(&a.fence_os).caps.is_some();
         if let Some((_, p)) = f.progress.as_ref().filter(|_| native) {
             match m.open_monitored_fence_as_native(p, a.index, pid) {
                 Ok(n) => f.native = Some(n),
@@ -859,7 +859,7 @@ fn submit_admitted(
     let (submit, status) = submit_to_driver(a, &target, &p, m.os_config().submit_irql)?;
     if status < 0
         && status != STATUS_NOT_IMPLEMENTED
-        && a.os.reading.submit_failure == SubmitFailure::DeviceError
+        && a.os.windows.reading().submit_failure == SubmitFailure::DeviceError
     {
         // 24H2 (`M:SubmitRenderToHwQueue` @0x14000E8B0): the API returned before VidSch made
         // the call; the failure marks the device in error.

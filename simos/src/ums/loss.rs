@@ -244,7 +244,7 @@ pub(crate) fn tdr_device_error(
             Some(d) => d.mark_error(why),
             None => return Ok(Vec::new()),
         }
-        if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
+        if a.os.windows.reading().os_disconnects == OsDisconnects::OnPowerAndReset {
             os.doorbells_of_device(device)
         } else {
             Vec::new()

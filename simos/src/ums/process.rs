@@ -43,7 +43,7 @@ pub(crate) fn teardown(
     device: KmtHandle,
     wait: bool,
 ) -> Result<(), SimError> {
-    if a.os.reading.teardown == Teardown::AllocationsFirst {
+    if a.os.windows.reading().teardown == Teardown::AllocationsFirst {
         return teardown_allocations_first(m, a, device, true);
     }
     let dl = device_lock(a, device)?;
@@ -134,7 +134,7 @@ pub(crate) fn destroy_device(
     a: &AdapterShared,
     device: KmtHandle,
 ) -> Result<(), SimError> {
-    if a.os.reading.teardown != Teardown::AllocationsFirst {
+    if a.os.windows.reading().teardown != Teardown::AllocationsFirst {
         return teardown(m, a, device, true);
     }
     let dl = device_lock(a, device)?;
@@ -515,7 +515,7 @@ fn new_device(
 pub(crate) fn destroy_all_devices(m: &dyn UmsHost, a: &AdapterShared) -> Result<(), SimError> {
     let devices: Vec<KmtHandle> = lock(&a.ums).devices.keys().copied().collect();
     for d in devices {
-        if a.os.reading.teardown == Teardown::AllocationsFirst {
+        if a.os.windows.reading().teardown == Teardown::AllocationsFirst {
             teardown_allocations_first(m, a, d, false)?;
         } else {
             teardown(m, a, d, false)?;

@@ -29,7 +29,7 @@ use super::power::set_fstate_locked;
 pub(crate) fn note_engine_state(a: &AdapterShared, node: u32, state: i32) {
     // 24H2 drops the report (`crate::os::answers::EngineStateReports`): what it received stays
     // in the processed notifications only.
-    if a.os.reading.engine_state != crate::os::answers::EngineStateReports::Acted {
+    if a.os.windows.reading().engine_state != crate::os::answers::EngineStateReports::Acted {
         return;
     }
     let mut os = lock(&a.ums);
@@ -176,7 +176,7 @@ pub(super) fn engine_to_f1(
     };
     // UM-14 (the pages) has the OS disconnect them first; 24H2 does not
     // (crate::os::answers::OsDisconnects).
-    if a.os.reading.os_disconnects == OsDisconnects::OnPowerAndReset {
+    if a.os.windows.reading().os_disconnects == OsDisconnects::OnPowerAndReset {
         for d in targets {
             os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY)?;
         }

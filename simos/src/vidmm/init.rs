@@ -65,7 +65,7 @@ pub(crate) fn query(
     )?;
     let count = SegmentCount {
         answer: if st < 0 { Err(st) } else { Ok(out.NbSegment) },
-        zero_accepted: a.os.zero_segments_accepted,
+        zero_accepted: a.os.windows.zero_segments_accepted(),
     };
     if let Some(v) = first(rows::COUNT_RULES, &count) {
         return Ok(Err(v));

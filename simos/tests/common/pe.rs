@@ -119,12 +119,11 @@ macro_rules! against_the_pe_image {
 
 /// Runs every test of this binary (but `skips`) again in a child process whose machines play
 /// Microsoft's pages where the decompiled 24H2 code disagrees with them
-/// (`RVGPU_OS_READING=pages`, docs/windows-bringup.md §13), on the Linux build and, with
+/// (`RVGPU_WINDOWS=pages`, docs/windows-bringup.md §13), on the Linux build and, with
 /// `image`, on `rvgpu.sys` too. Does nothing inside such a child or a run that chose its build.
 #[allow(dead_code)]
 pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
-    if std::env::var_os("RVGPU_OS_READING").is_some() || std::env::var_os("RVGPU_DRIVER").is_some()
-    {
+    if std::env::var_os("RVGPU_WINDOWS").is_some() || std::env::var_os("RVGPU_DRIVER").is_some() {
         return;
     }
     let exe = std::env::current_exe().expect("the test binary's path");
@@ -139,7 +138,7 @@ pub fn rerun_under_the_pages(skips: &[(&str, &str)], image: bool) {
     }
     for (build, package) in builds {
         let mut cmd = Command::new(&exe);
-        cmd.env("RVGPU_OS_READING", "pages")
+        cmd.env("RVGPU_WINDOWS", "pages")
             .env("RVGPU_DRIVER", build)
             .args([
                 "--skip",

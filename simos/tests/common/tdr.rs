@@ -62,9 +62,9 @@ pub fn tdr_machine(mode: Mode, f: impl FnOnce(&mut AdapterConfig)) -> Machine {
 }
 
 /// [`tdr_machine`] playing one reading of the Windows flows.
-pub fn tdr_machine_reading(mode: Mode, reading: rvgpu_simos::machine::answers::Reading) -> Machine {
+pub fn tdr_machine_reading(mode: Mode, reading: rvgpu_simos::Windows) -> Machine {
     let mut cfg = MachineConfig::single(mode);
-    cfg.os.reading = reading;
+    cfg.os.windows = reading;
     let m = started(cfg);
     enable_tdr(&m, fast());
     m
@@ -117,8 +117,8 @@ pub const THREADED_TDR_DELAY: Duration = Duration::from_secs(2);
 /// 24H2's, `DxgkDdiCollectDbgInfo` under the pages'.
 #[allow(dead_code)]
 pub fn is_engine_report(e: &TdrEvent) -> bool {
-    use rvgpu_simos::machine::answers::{DbgInfoDdi, Reading};
-    match Reading::from_env().dbg_info {
+    use rvgpu_simos::machine::answers::DbgInfoDdi;
+    match rvgpu_simos::Windows::from_env().reading().dbg_info {
         DbgInfoDdi::SecondWhenFilled => matches!(
             e,
             TdrEvent::CollectDbgInfo2 { reason: 0x141, tdr_type: 6, bytes } if *bytes > 0

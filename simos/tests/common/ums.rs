@@ -8,7 +8,7 @@ use rvgpu_simos::machine::answers::{Teardown, UmsProgress};
 use rvgpu_umd::kmt::{Doorbell, DoorbellCpu, FenceCpu, HwQueue};
 use zerocopy::IntoBytes;
 
-/// A started machine playing Microsoft's pages (`Reading::PAGES`): for the UM-13/UM-14 power
+/// A started machine playing Microsoft's pages (`rvgpu_simos::Windows::PAGES`): for the UM-13/UM-14 power
 /// flows in which the OS disconnects every doorbell before F1 and D3 and a reconnect powers the
 /// GPU up. 24H2 disconnects none (docs/windows-bringup.md §13); with it the driver's hold on
 /// each connected doorbell's engine keeps the GPU in D0
@@ -16,7 +16,7 @@ use zerocopy::IntoBytes;
 pub fn pages_machine(mode: Mode, f: impl FnOnce(&mut rvgpu_simos::AdapterConfig)) -> Machine {
     let mut cfg = rvgpu_simos::MachineConfig::single(mode);
     f(&mut cfg.adapters[0]);
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+    cfg.os.windows = rvgpu_simos::Windows::PAGES;
     started(cfg)
 }
 
@@ -25,10 +25,9 @@ pub fn pages_machine(mode: Mode, f: impl FnOnce(&mut rvgpu_simos::AdapterConfig)
 pub fn queues_first(mode: Mode) -> Machine {
     let mut cfg = rvgpu_simos::MachineConfig::single(mode);
     cfg.adapters[0].device.doorbells = 4;
-    cfg.os.reading = rvgpu_simos::machine::answers::Reading {
-        teardown: Teardown::QueuesFirst,
-        ..rvgpu_simos::machine::answers::Reading::from_env()
-    };
+    cfg.os.windows = rvgpu_simos::Windows::from_env().answering(|r| {
+        r.teardown = Teardown::QueuesFirst;
+    });
     started(cfg)
 }
 
@@ -165,7 +164,7 @@ pub fn write_ring(q: &RawQueue, at: u64, cmds: &[Command], value: u64) -> u64 {
 /// Whether the machine's OS gives user-mode queues a progress fence (the pages) or none
 /// (24H2, `UmsProgress`): the suite runs under both (`under_the_pages!`).
 pub fn ums_progress_given(m: &Machine) -> bool {
-    m.os_config().reading.ums_progress == UmsProgress::Given
+    m.os_config().windows.reading().ums_progress == UmsProgress::Given
 }
 
 /// A queue of `k`'s process on node 0 whose work waits behind a gate: connected and rung with a

@@ -43,7 +43,7 @@ pub struct Node {
     /// The doorbell DDIs the table leaves NULL.
     missing_doorbell_ddis: Vec<&'static str>,
     /// 22631's extra slot (`DxgkDdiFlushHwQueue` / `Reserved4`, byte 1368) is required
-    /// (`OsConfig::ums_requires_slot_1368`, off: the \[D24\] builds check only the five
+    /// (`Windows::ums_requires_slot_1368`, off: the \[D24\] builds check only the five
     /// published DDIs, docs/windows-bringup.md §15 question 2) and NULL.
     slot_1368_missing: bool,
 }
@@ -237,7 +237,7 @@ pub(crate) fn check_nodes(
                 os_hws: hws,
                 os,
                 missing_doorbell_ddis: missing_doorbell_ddis.clone(),
-                slot_1368_missing: a.os.ums_requires_slot_1368 && t.Reserved4.is_null(),
+                slot_1368_missing: a.os.windows.ums_requires_slot_1368() && t.Reserved4.is_null(),
             };
             super::rule::apply(NODE_RULES, &n)
         })

@@ -49,7 +49,7 @@ pub const ADDRESS_RULES: &[Rule<Address>] = &[Rule::refuse(
 pub struct SegmentCount {
     /// `NbSegment`, or the status the call failed with.
     pub answer: Result<u32, NTSTATUS>,
-    /// 22631 has no lower bound (`OsConfig::zero_segments_accepted`).
+    /// 22631 has no lower bound (`Windows::zero_segments_accepted`).
     pub zero_accepted: bool,
 }
 

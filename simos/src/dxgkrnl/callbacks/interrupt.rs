@@ -361,7 +361,9 @@ pub(super) fn notify_dpc(handle: HANDLE, entry: usize) {
         return;
     };
     crate::dxgkrnl::interrupt::process_pending(&a);
-    if a.os.reading.dpc_fence_work == DpcFenceWork::InsideNotifyDpc && !a.state.is_halted() {
+    if a.os.windows.reading().dpc_fence_work == DpcFenceWork::InsideNotifyDpc
+        && !a.state.is_halted()
+    {
         crate::sync::fence::process_dpc_work(&a);
     }
 }

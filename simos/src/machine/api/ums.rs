@@ -410,7 +410,7 @@ impl Machine {
     /// it backs out (contexts resumed; the doorbells stay disconnected, their UMDs reconnect)
     /// and returns `false`.
     pub fn power_down(&self, i: usize) -> Result<bool, SimError> {
-        let disconnects = self.ums_adapter(i)?.os.reading.os_disconnects;
+        let disconnects = self.ums_adapter(i)?.os.windows.reading().os_disconnects;
         self.power_down_with(i, disconnects == OsDisconnects::OnPowerAndReset)
     }
 

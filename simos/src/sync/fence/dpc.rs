@@ -35,7 +35,8 @@ pub(crate) fn note_notifications<'a>(
                 ..
             } => {
                 // LOG-08: with the optimized cap the OS reads hHWQueue, not the array.
-                let scan_on_null = a.os.reading.log_report == LogReport::ScanWhenLogSaysNothing;
+                let scan_on_null =
+                    a.os.windows.reading().log_report == LogReport::ScanWhenLogSaysNothing;
                 match hw_queue {
                     Some(h) => {
                         os.log_req.named.insert(*h);
@@ -219,7 +220,7 @@ pub(crate) fn log_drain_locked(
             // A handle that does not resolve (a fence created without a D3DKMT handle, or a
             // UMD payload error): 24H2 stops reading and scans the node; the pages say
             // nothing, so nothing is released ([`LogReport`]).
-            None => scan |= a.os.reading.log_report == LogReport::ScanWhenLogSaysNothing,
+            None => scan |= a.os.windows.reading().log_report == LogReport::ScanWhenLogSaysNothing,
         }
     }
     if scan && !d.scan_all {

@@ -244,7 +244,7 @@ pub(super) fn create_on(
         cv,
         mv,
         pdd,
-        mv_rule: a.os.reading.monitored_value,
+        mv_rule: a.os.windows.reading().monitored_value,
         settle_lock: Mutex::new(()),
         st: Mutex::new(ObjState {
             instances: BTreeMap::new(),
@@ -367,7 +367,7 @@ fn map_for_paging_process(
     // addresses ([D] VIDMM_FENCE_STORAGE_PAGE::GetPagingProcessGpuVA). 24H2 and 25H2
     // (`K:DXGADAPTERSYNCOBJECT::InitializeAdapterObject` @0x1401839C8) zero the argument
     // block and pass no VAs. Pages hold many fences and stay mapped while the adapter runs.
-    let pass_vas = a.os.reading.system_vas == SystemVas::Mapped
+    let pass_vas = a.os.windows.reading().system_vas == SystemVas::Mapped
         && lock(&a.fence_os)
             .caps
             .is_some_and(|c| c.MapToGpuSystemProcess != 0);

@@ -453,7 +453,7 @@ pub(super) fn propagate_always_signaled(obj: &FenceObj) -> Result<(), SimError> 
 /// `DxgkDdiUpdateCurrentValuesFromCpu` naming none ([`notify_unnamed`]), then scans its waits.
 /// The pages notify each changed fence ([`propagate`]).
 fn propagate_unnamed(a: &AdapterShared, objs: &[Arc<FenceObj>]) -> Result<(), SimError> {
-    if a.os.reading.value_updates == ValueUpdates::BatchedWithCpuVa {
+    if a.os.windows.reading().value_updates == ValueUpdates::BatchedWithCpuVa {
         return objs.iter().try_for_each(|o| propagate(o));
     }
     let mut peers: Vec<Arc<FenceObj>> = Vec::new();

@@ -127,7 +127,7 @@ pub(super) fn update_monitored(
     a: &AdapterShared,
     entries: &[(usize, u64, *mut c_void)],
 ) -> Result<(), SimError> {
-    match a.os.reading.value_updates {
+    match a.os.windows.reading().value_updates {
         ValueUpdates::BatchedWithCpuVa => update_monitored_call(a, entries, true),
         one => {
             for e in entries {
@@ -163,7 +163,7 @@ fn check_update_status(
     code: u64,
     handle: usize,
 ) -> Result<(), SimError> {
-    if status >= 0 || a.os.reading.value_updates == ValueUpdates::BatchedWithCpuVa {
+    if status >= 0 || a.os.windows.reading().value_updates == ValueUpdates::BatchedWithCpuVa {
         return ddi::check_routine(routine, status);
     }
     let b = crate::BugCheck::video_scheduler(code, status as u32 as u64, handle as u64, 0);
@@ -229,7 +229,7 @@ pub(super) fn update_current(
     entries: &[(usize, u64, *mut c_void)],
     kind: CpuUpdate,
 ) -> Result<(), SimError> {
-    match a.os.reading.value_updates {
+    match a.os.windows.reading().value_updates {
         ValueUpdates::BatchedWithCpuVa => update_current_call(a, entries, kind, true),
         one => {
             for e in entries {
@@ -283,14 +283,14 @@ fn update_current_call(
     let call = || {
         f.call_unaudited(
             a,
-            At::Level(match a.os.reading.cpu_update_irql {
+            At::Level(match a.os.windows.reading().cpu_update_irql {
                 CpuUpdateIrql::DeviceUnderInterruptLock => Irql::Device,
                 CpuUpdateIrql::Dispatch => Irql::Dispatch,
             }),
             &args,
         )
     };
-    let status = match a.os.reading.cpu_update_irql {
+    let status = match a.os.windows.reading().cpu_update_irql {
         CpuUpdateIrql::DeviceUnderInterruptLock => synchronized(a, call)?,
         CpuUpdateIrql::Dispatch => call()?,
     };

@@ -57,7 +57,7 @@ pub fn set_log_buffer(
         .and_then(|t| ddi::in_table!(t, DxgkDdiSetNativeFenceLogBuffer))
         .ok_or(SimError::NoDdi("DxgkDdiSetNativeFenceLogBuffer"))?;
     let process_va = buf.process_va().map_or(buf.gpu(), |(_, va)| va);
-    let (system_va, irql) = match a.os.reading.log_hand_over {
+    let (system_va, irql) = match a.os.windows.reading().log_hand_over {
         LogHandOver::HandleOnlyRelease => (0, Irql::Passive),
         LogHandOver::BothVas => (buf.gpu(), Irql::Dispatch),
     };
@@ -221,7 +221,7 @@ fn read_headers(
         let s = peek(&mut l.signal);
         if s.is_none()
             && req.named.contains(&q.kmd)
-            && a.os.reading.log_report == LogReport::ScanWhenLogSaysNothing
+            && a.os.windows.reading().log_report == LogReport::ScanWhenLogSaysNothing
         {
             // A named queue without a new signal entry: 24H2 scans the node
             // ([`LogReport::ScanWhenLogSaysNothing`]); under the pages nothing is released.

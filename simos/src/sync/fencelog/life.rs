@@ -35,7 +35,7 @@ pub(super) fn alloc_log(
     kind: LogKind,
     entries: u64,
 ) -> Result<LogBuffer, SimError> {
-    let both = a.os.reading.log_hand_over == LogHandOver::BothVas;
+    let both = a.os.windows.reading().log_hand_over == LogHandOver::BothVas;
     let alloc = a
         .device
         .memory()
@@ -193,7 +193,7 @@ pub(crate) fn queue_destroying(a: &AdapterShared, kmd: usize) -> Result<(), SimE
     let (objs, scan) =
         crate::sync::fence::dpc::log_drain(a, &DrainRequest::default(), std::slice::from_ref(&q))?;
     crate::sync::fence::settle::settle_after_drain(a, objs, scan)?;
-    if a.os.reading.log_hand_over == LogHandOver::HandleOnlyRelease {
+    if a.os.windows.reading().log_hand_over == LogHandOver::HandleOnlyRelease {
         release_queue_logs(a, &q)?;
     }
     Ok(())

@@ -514,7 +514,8 @@ fn vidmm_submit(
         // leaf table's entries outside its first map's run) is one zeroed entry repeated on
         // 24H2 (`Invalidations`).
         let invalidation = u.entries.iter().all(|e| *e == OsPte::default());
-        let repeat = invalidation && a.os.reading.invalidations == Invalidations::Repeated;
+        let repeat =
+            invalidation && a.os.windows.reading().invalidations == Invalidations::Repeated;
         let mut entries: Vec<DXGK_PTE> = if repeat {
             vec![dxgk_pte(&OsPte::default())]
         } else {
@@ -825,7 +826,7 @@ fn ddi_create_process(
     // array on an adapter without a GPU-VA IOMMU, the page with one (`Pasids`). The identifier
     // is the process's id, as 24H2 fills the array where it makes one.
     let mut pasid = [pid.0];
-    let pasids = match a.os.reading.pasids {
+    let pasids = match a.os.windows.reading().pasids {
         Pasids::CountWithoutArray => std::ptr::null_mut(),
         Pasids::CountWithArray => pasid.as_mut_ptr(),
     };

@@ -177,7 +177,7 @@ fn system_serial(a: &AdapterShared) -> Option<std::sync::Arc<std::sync::Mutex<()
 /// place, every page-table update names its table by CPU address on 24H2
 /// (`answers::PagingStart`); under the pages' reading nothing changes.
 pub(crate) fn building_paging_space(a: &AdapterShared) -> BuildingPagingSpace<'_> {
-    let on = a.os.reading.paging_start == crate::os::answers::PagingStart::CpuVirtual;
+    let on = a.os.windows.reading().paging_start == crate::os::answers::PagingStart::CpuVirtual;
     lock(&a.mm.vidmm).cpu_updates = on;
     BuildingPagingSpace { a }
 }

@@ -136,7 +136,7 @@ pub(crate) fn runtime_paging_queue(
 /// worker does it (the reading's [`PagingWork`](crate::os::answers::PagingWork)), or the
 /// queue has a backlog.
 pub(super) fn paging_behind(a: &AdapterShared, queue: KmtHandle) -> bool {
-    a.os.reading.paging_work == crate::os::answers::PagingWork::Queued
+    a.os.windows.reading().paging_work == crate::os::answers::PagingWork::Queued
         || lock(&a.mm.gpuva)
             .queues
             .get(&queue)
@@ -234,7 +234,7 @@ pub(crate) fn paging_queue_catch_up(
 /// queue that is gone has nothing pending. (The PE bridge's, Linux only.)
 #[cfg(target_os = "linux")]
 pub(crate) fn paging_done_in_thunk(a: &AdapterShared, queue: KmtHandle, value: u64) -> bool {
-    if a.os.reading.paging_work == crate::os::answers::PagingWork::Queued {
+    if a.os.windows.reading().paging_work == crate::os::answers::PagingWork::Queued {
         return false;
     }
     lock(&a.mm.gpuva)

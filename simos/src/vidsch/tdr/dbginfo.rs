@@ -76,7 +76,7 @@ pub(super) fn collect_dbg_info(
     sh: &TdrShared,
     report: DbgReport,
 ) -> Result<(), SimError> {
-    if a.os.reading.dbg_info == DbgInfoDdi::SecondWhenFilled {
+    if a.os.windows.reading().dbg_info == DbgInfoDdi::SecondWhenFilled {
         if let Some(f) = ddi::table_slot!(a, DxgkDdiCollectDbgInfo2)? {
             return collect_dbg_info2(a, sh, f, report);
         }

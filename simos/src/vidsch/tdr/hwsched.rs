@@ -70,7 +70,7 @@ pub(crate) fn recover_hw_node(
     stalled: Option<KmtHandle>,
     irq: &dyn Interrupts,
 ) -> Result<(), SimError> {
-    let order = a.os.reading.hws_tdr;
+    let order = a.os.windows.reading().hws_tdr;
     lock(&sh.os).events.push(TdrEvent::Timeout { node });
     if order == HwsTdr::DbgInfoBeforeReset {
         // 24H2 asks for the dependent group before anything else (`VidSchiPrepareToResetEngine`):
@@ -151,7 +151,7 @@ fn reset_and_resume(
         super::process::charge(a, sh, *d);
     }
     let mut errored: BTreeSet<KmtHandle> = invalidated.iter().copied().collect();
-    if a.os.reading.hws_tdr == HwsTdr::DbgInfoBeforeReset {
+    if a.os.windows.reading().hws_tdr == HwsTdr::DbgInfoBeforeReset {
         // 24H2 `VidSchiResetHwEngine`: KeFlushQueuedDpcs right after the reset.
         let step = lock(&sh.os).step;
         flush_dpcs(a, step, irq)?;
@@ -236,7 +236,7 @@ fn check_hw_contexts_after_reset(a: &AdapterShared, node: u32) -> Result<(), Sim
 /// retired as that `DmaCompleted` would retire them.
 fn sync_node_ring(a: &AdapterShared, sh: &TdrShared, node: u32) {
     lock(&sh.os).node(node).ignore_irq = false;
-    if a.os.reading.lost_fence == LostFence::NotAsked {
+    if a.os.windows.reading().lost_fence == LostFence::NotAsked {
         return;
     }
     let Some(f) = query_current_fence(a, node) else {

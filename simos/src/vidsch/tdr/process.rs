@@ -59,7 +59,7 @@ pub(super) fn running_device(
 /// Charges one engine timeout to `device`'s process; blocks the process on this adapter when
 /// it is one too many within `TdrLimitTime`.
 pub(super) fn charge(a: &AdapterShared, sh: &TdrShared, device: KmtHandle) {
-    if a.os.reading.process_tdr_block == ProcessTdrBlock::None {
+    if a.os.windows.reading().process_tdr_block == ProcessTdrBlock::None {
         return;
     }
     let Some(pid) = lock(&a.ums).devices.get(&device).map(|d| d.process) else {

@@ -85,7 +85,7 @@ pub(crate) fn isr_report(a: &AdapterShared, data: &DXGKARGCB_NOTIFY_INTERRUPT_DA
         DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE => {
             let d = data.Anonymous.engine_state_change();
             if d.NewState != DXGK_ENGINE_STATE_HUNG
-                || a.os.reading.engine_state != EngineStateReports::Acted
+                || a.os.windows.reading().engine_state != EngineStateReports::Acted
             {
                 return;
             }

@@ -81,7 +81,7 @@ pub(crate) fn run_passive(a: &AdapterShared, irq: &dyn Interrupts) -> bool {
             cause = Some(Cause::EngineHung);
         } else if n.s > n.c && now.saturating_sub(n.last_change) >= timeout {
             let (s, c) = (n.s, n.c);
-            let asks = a.os.reading.lost_fence == LostFence::Asked;
+            let asks = a.os.windows.reading().lost_fence == LostFence::Asked;
             if asks && n.queried_c != Some(c) {
                 // The pages' reading: before a late fence counts as a hang, the OS asks the
                 // driver for the current fence, the completion interrupt may have been lost

@@ -521,7 +521,7 @@ impl DllSession {
         let [submitted, completed, _dropped, kind_lost, id] = st;
         let kernel = kind_lost as u32 == 1;
         // The C API does not say (an application has no use for it); the OS's reading does.
-        let given = self.machine().os_config().reading.ums_progress
+        let given = self.machine().os_config().windows.reading().ums_progress
             == rvgpu_simos::machine::answers::UmsProgress::Given;
         Ok(UmQueueInfo {
             path: if kernel {

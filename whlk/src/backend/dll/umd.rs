@@ -400,7 +400,7 @@ impl AppUmd for DllSession {
     /// none (24H2) a batch ends with a conditional signal of the queue's own native fence,
     /// which interrupts only for a waiter, as the cases expect of any fence.
     fn gpu_queue_allowed(&self) -> Result<(), Failure> {
-        let given = self.machine().os_config().reading.ums_progress == UmsProgress::Given;
+        let given = self.machine().os_config().windows.reading().ums_progress == UmsProgress::Given;
         if self.stepped() && given {
             return Err(Failure::Unsupported(
                 "a GPU queue whose fence signals alone decide the interrupts: where the OS \

@@ -76,10 +76,13 @@ pub(crate) fn machine_config(config: &SessionConfig) -> MachineConfig {
     mc.os.hwsch_feature &= config.hwsch_feature;
     mc.os.validate_wddm_caps = config.validate_wddm_caps;
     if config.os_disconnects_doorbells {
-        mc.os.reading = rvgpu_simos::machine::answers::Reading::PAGES;
+        mc.os.windows = mc.os.windows.with_pages();
     }
     if config.pages_teardown {
-        mc.os.reading.teardown = rvgpu_simos::machine::answers::Teardown::QueuesFirst;
+        mc.os.windows = mc
+            .os
+            .windows
+            .answering(|r| r.teardown = rvgpu_simos::machine::answers::Teardown::QueuesFirst);
     }
     if let Some(n) = config.log_entries {
         mc.os.log_entries = n;
