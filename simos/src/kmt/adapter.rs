@@ -47,7 +47,8 @@ refusals! {
             elsewhere "every simulated caller is a process";
         Luid: "AdapterLuid no adapter's" => INVALID_PARAMETER;
         BeingRemoved: "the adapter being removed" => ACCESS_DENIED,
-            elsewhere "not modelled: a simulated removal stops the adapter at once";
+            elsewhere "not modelled: 24H2 reads bit 2 of DXGADAPTER +0xBA0 before taking the \
+                adapter's stop lock (its setter not read); no simulated adapter state stands for it";
         Blocked: "the process blocked on the adapter for repeated engine timeouts" => ACCESS_DENIED;
         NotStarted: "the adapter not started" => DEVICE_REMOVED;
         NoHandle: "no handle left in the process's table" => NO_MEMORY,
@@ -75,10 +76,12 @@ pub const OPEN_ADAPTER_FROM_LUID: Thunk = Thunk {
 
 /// `DxgkOpenAdapterFromLuidImpl` for the caller's structure `a`, in 24H2's order:
 /// 1. the LUID no adapter's (`DXGGLOBAL::ReferenceAdapterByLuid`): STATUS_INVALID_PARAMETER;
-/// 2. the adapter not started: STATUS_DEVICE_REMOVED with `a.hAdapter` set to 0 (24H2 writes
+/// 2. the caller blocked on the adapter: STATUS_ACCESS_DENIED, `a.hAdapter` untouched (asked
+///    of VidSch only while the adapter is started, under its stop lock);
+/// 3. the adapter not started: STATUS_DEVICE_REMOVED with `a.hAdapter` set to 0 (24H2 writes
 ///    the zero handle back);
-/// 3. the caller blocked on the adapter (read only while it is started): STATUS_ACCESS_DENIED;
-/// 4. a new handle in the caller's table (its status when full), in `a.hAdapter`.
+/// 4. a new handle in the caller's table (its status when full, `a.hAdapter` 0), in
+///    `a.hAdapter`.
 ///
 /// The simulated process is made by the first device, not here: 24H2's open initialises the
 /// process's adapter state only for a process flagged so (`DXGPROCESS::OpenAdapter`
@@ -91,15 +94,17 @@ pub fn dxgk_open_adapter_from_luid_impl(
     let i = (0..m.adapter_count())
         .find(|&i| luid_of(i) == (a.AdapterLuid.LowPart, a.AdapterLuid.HighPart))
         .ok_or(OpenAdapterFromLuidCheck::Luid.refuse())?;
-    if !m.adapter_started(i) {
+    let started = m.adapter_started(i);
+    if started && blocked(m, t, i) {
+        return Err(OpenAdapterFromLuidCheck::Blocked.refuse());
+    }
+    if !started {
         a.hAdapter = 0;
         return Err(OpenAdapterFromLuidCheck::NotStarted.refuse());
     }
-    if blocked(m, t, i) {
-        return Err(OpenAdapterFromLuidCheck::Blocked.refuse());
-    }
-    a.hAdapter = t.open(i)?;
-    Ok(())
+    let opened = t.open(i);
+    a.hAdapter = *opened.as_ref().unwrap_or(&0);
+    opened.map(drop)
 }
 
 refusals! {
