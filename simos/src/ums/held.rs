@@ -182,7 +182,9 @@ pub(crate) fn submit_signal_objects_to_hw_queues(
     }
     let rest = (queues.len() > 1).then(|| Arc::new(AtomicUsize::new(queues.len())));
     for (&queue, (sched, progress)) in queues.iter().zip(scheds) {
-        let after = lock(&sched.st).accepted;
+        // A held value read here has its entry in the list before this signal's can be: the
+        // submission raised it under the state lock the push below takes.
+        let after = sched.accepted.load(Ordering::Acquire);
         let event = match &progress {
             Some(p) if p.value() < after => {
                 Some(m.wait_monitored_fence_from_gpu(p, after, Box::new(kicker(a, &sched)))?)

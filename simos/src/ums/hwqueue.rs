@@ -828,7 +828,7 @@ fn submit_admitted(
         // MF-03: behind a pending GPU wait (or other held work) the OS holds the submission.
         let mut st = lock(&sched.st);
         if !st.list.is_empty() {
-            st.accepted = st.accepted.max(p.value);
+            sched.accepted.fetch_max(p.value, Ordering::AcqRel);
             st.list.push_back(Pending::Submit {
                 value: p.value,
                 gpu: p.gpu,
@@ -869,10 +869,8 @@ fn submit_admitted(
     }
     ddi::check_routine(submit, status)?;
     last.fetch_max(p.value, Ordering::AcqRel);
-    {
-        let mut st = lock(&sched.st);
-        st.accepted = st.accepted.max(p.value);
-    }
+    // Without the queue's state lock: no entry goes with it (`HwqSched::accepted`).
+    sched.accepted.fetch_max(p.value, Ordering::AcqRel);
     let mut os = lock(&a.ums);
     os.events.push(UmsEvent::Submit {
         queue,

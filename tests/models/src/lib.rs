@@ -26,6 +26,10 @@
 //! against 24H2's MonitoredValue rules: no wait lost or released early, for threads of one
 //! process and for two processes sharing the fence.
 //!
+//! `tests/mf_03_accepted_value.rs`: a hardware queue's accepted progress value, raised
+//! without a lock by direct submissions: a signal never waits for a held submission queued
+//! behind it.
+//!
 //! `tests/tdr_test_hook_journal.rs`: the KMD's test-hook journal (`driver/kmd/src/testhooks`),
 //! written at any IRQL and read at PASSIVE without a lock: a record is read whole or not at
 //! all.

@@ -447,6 +447,12 @@ pub(crate) struct HwqSched {
     /// Held across each `DxgkDdiSubmitCommandToHwQueue` on the queue, and by its destroy
     /// before `DxgkDdiDestroyHwQueue`: no submission reaches the KMD after the destroy.
     pub(crate) submit: Mutex<()>,
+    /// The last progress value the OS accepted for the queue (submitted or held): raised
+    /// with `fetch_max` (AcqRel), a held submission's under [`Self::st`] together with its
+    /// entry, a direct one's without the lock once the KMD took it; a signal reads it
+    /// (Acquire), then queues under [`Self::st`], behind any held entry whose value it read
+    /// (`tests/models/tests/mf_03_accepted_value.rs`).
+    pub(crate) accepted: std::sync::atomic::AtomicU64,
     /// The adapter's "some queue may be due" hint ([`UmsOs::hwq_due`]), set with every kick
     /// and ring-full retry, so the worker looks at the queues only when one may need it.
     pub(crate) due_hint: Arc<std::sync::atomic::AtomicBool>,
@@ -484,8 +490,6 @@ pub(crate) struct HwqSchedState {
     /// Signals at the head of the list whose earlier submissions are with the KMD but not
     /// complete; they do not hold later work.
     pub(crate) armed: Vec<Signal>,
-    /// The last progress value the OS accepted for the queue (submitted or held).
-    pub(crate) accepted: u64,
     /// A held submission the KMD refused (its ring was full) is retried once the queue's
     /// progress fence reaches this value (the worker polls it).
     pub(crate) retry_at: Option<u64>,
