@@ -17,14 +17,13 @@
 //!   an unhandled one ends the process with its code, which is what the CRT's filter leads
 //!   to for an exception no signal handler takes).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::thread::ThreadId;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::super::umd::guest;
-use super::{format, ExeProcess, Handler};
+use super::format;
+use super::process::{ExeProcess, Handler};
 use crate::base::lock::lock;
 use crate::pe::cpu::{StubResult, STATUS_ACCESS_VIOLATION};
 use zerocopy::IntoBytes;
@@ -65,86 +64,6 @@ const ANSI_CP: u32 = 1252;
 const MB_ERR_INVALID_CHARS: u64 = 0x8;
 /// The longest string the converters take here.
 const MAX_CHARS: usize = 1 << 20;
-
-/// Recursive locks by key, owned by host threads (the program's threads).
-#[derive(Default)]
-pub(crate) struct Locks {
-    held: Mutex<HashMap<u64, (ThreadId, u32)>>,
-    free: Condvar,
-}
-
-impl Locks {
-    /// Takes `key` (again, if this thread holds it); false when it stayed taken for `timeout`.
-    pub(crate) fn enter(&self, key: u64, timeout: Duration) -> bool {
-        let me = std::thread::current().id();
-        let deadline = std::time::Instant::now() + timeout;
-        let mut g = lock(&self.held);
-        loop {
-            match g.get_mut(&key) {
-                None => {
-                    g.insert(key, (me, 1));
-                    return true;
-                }
-                Some((owner, n)) if *owner == me => {
-                    *n += 1;
-                    return true;
-                }
-                Some(_) => {
-                    let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    if left.is_zero() {
-                        return false;
-                    }
-                    g = crate::base::lock::waiting(g, |g| {
-                        self.free
-                            .wait_timeout(g, left)
-                            .unwrap_or_else(|p| p.into_inner())
-                    })
-                    .0;
-                }
-            }
-        }
-    }
-
-    /// Releases `key` once; false when this thread does not hold it.
-    pub(crate) fn leave(&self, key: u64) -> bool {
-        let me = std::thread::current().id();
-        let mut g = lock(&self.held);
-        match g.get_mut(&key) {
-            Some((owner, n)) if *owner == me => {
-                *n -= 1;
-                if *n == 0 {
-                    g.remove(&key);
-                    self.free.notify_all();
-                }
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// This thread's recursion count on `key`.
-    fn depth(&self, key: u64) -> u32 {
-        let me = std::thread::current().id();
-        match lock(&self.held).get(&key) {
-            Some((owner, n)) if *owner == me => *n,
-            _ => 0,
-        }
-    }
-
-    fn forget(&self, key: u64) {
-        lock(&self.held).remove(&key);
-        self.free.notify_all();
-    }
-}
-
-/// kernel32's state in one process.
-#[derive(Default)]
-pub(crate) struct Kernel32 {
-    sections: Mutex<HashSet<u64>>,
-    locks: Locks,
-    filter: AtomicU64,
-    tls: Mutex<HashMap<u64, u64>>,
-}
 
 /// The routine behind `kernel32.dll!name`.
 pub(super) fn import(name: &str) -> Option<Handler> {

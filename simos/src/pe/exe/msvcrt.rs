@@ -21,12 +21,15 @@
 //! - `signal` keeps the handlers; only `abort` raises a signal here (the emulator dispatches
 //!   no exceptions, so `__C_specific_handler` and the unhandled-exception filter never run).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::super::umd::guest::{self, Bad};
-use super::{format, kernel32, layout, Binding, ExeProcess};
+use super::format;
+use super::kernel32;
+use super::layout;
+use super::process::{Binding, ExeProcess};
+use super::state::Crt;
 use crate::base::lock::lock;
 use crate::pe::cpu::{StubResult, STATUS_ACCESS_VIOLATION};
 use crate::pe::ntoskrnl;
@@ -62,17 +65,6 @@ const MAX_BLOCK: u64 = 1 << 32;
 const MAX_ONEXIT: usize = 32 * 1024;
 /// MEMORY_ALLOCATION_ALIGNMENT on x64.
 const HEAP_ALIGN: usize = 16;
-
-/// The C runtime's state in one process.
-#[derive(Default)]
-pub(crate) struct Crt {
-    heap: Mutex<HashMap<u64, std::alloc::Layout>>,
-    onexit: Mutex<Vec<u64>>,
-    signals: Mutex<HashMap<u32, u64>>,
-    locks: kernel32::Locks,
-    app_type: AtomicU32,
-    matherr: AtomicU64,
-}
 
 impl Crt {
     /// A heap block of `size` bytes (zeroed when asked), or `None`.
