@@ -89,7 +89,7 @@ pub enum Slot {
 }
 
 /// The capability whose advertisement obliges the DDI: rvgpu advertises it only when its table
-/// fills every DDI of the group (the KMD's `ddi::table::Filled`).
+/// fills every DDI of the group (the KMD's `ddi_groups::Filled`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Group {
     /// No capability obliges it.
