@@ -21,7 +21,7 @@
 #   - cg_floor_submit  = the floor of cg_user_submit: the same ring words, the
 #                        last-queued value, the write pointer, the same doorbell store and its
 #                        status read, with no UMD logic;
-#   - rvgpu_simos::kmt::charge_thunk_cost = the modelled system-call cost one thunk charges;
+#   - rvgpu_simos::kmt::process::charge_thunk_cost = the modelled system-call cost one thunk charges;
 #   - the emulated device's share (the doorbell store, the KMD's MMIO traps) comes from the
 #     split below rather than from a function of its own;
 #   - cg_connect       = D3DKMTConnectDoorbell (simulated OS + DxgkDdiConnectDoorbell, with the
@@ -74,7 +74,7 @@ read -r -a USER <<<"$(per user 'ums_callgrind::cg_user_submit*' submits)"
 read -r -a FLOOR <<<"$(per floor 'ums_callgrind::cg_floor_submit*' submits)"
 read -r -a KERNEL <<<"$(per kernel 'ums_callgrind::cg_kernel_submit*' submits)"
 read -r -a KMD_SUBMIT <<<"$(per kernel 'rvgpu_kmd::thunk::submit::submit_command_to_hw_queue*' ddi_calls)"
-read -r -a THUNK_COST <<<"$(per kernel 'rvgpu_simos::kmt::charge_thunk_cost*' submits)"
+read -r -a THUNK_COST <<<"$(per kernel 'rvgpu_simos::kmt::process::charge_thunk_cost*' submits)"
 read -r -a VICTIM <<<"$(per victim 'ums_callgrind::cg_connect*' connects)"
 read -r -a FREE <<<"$(per free 'ums_callgrind::cg_connect*' connects)"
 read -r -a KMD_VICTIM <<<"$(per victim 'rvgpu_kmd::thunk::doorbell::connect_doorbell*' ddi_calls)"
