@@ -56,9 +56,10 @@ mod window;
 pub use count::{
     counting, executed, executed_user, register_count_range, register_user_count_range,
 };
-use engine::{Engine, Exit, StubEnd, ARG_REGS, STACK};
+use engine::{Engine, Exit, ARG_REGS, STACK};
 use memory::{host_mapping, range_of};
 pub use memory::{register_range, unregister_range, Range};
+use serve::StubEnd;
 pub use special::{irql_from_cr8, register_specials, unregister_specials, Sites};
 pub use stack::{deepest_stacks, StackUse};
 pub use stubs::{drop_stubs, StubFn, StubResult, Stubs};

@@ -8,9 +8,10 @@ use std::ffi::c_void;
 use super::code;
 use super::count::{on_count, COUNT_RANGES};
 use super::memory::{host_mapping, range_of, register_range, round, unregister_range, Range};
-use super::serve::serve_stub;
+use super::serve::{run_routine, StubEnd};
 use super::special::{encode, on_special, SPECIALS, UNREGISTERED};
 use super::stack;
+use super::stubs::stub_at;
 use super::window::{mmio_read, mmio_write, on_window_access};
 use crate::pe::arena;
 use crate::pe::gdb;
@@ -33,18 +34,6 @@ pub(super) enum Exit {
     Resume {
         at: u64,
     },
-}
-
-/// How a stub's routine ended the processor's run ([`super::serve`]).
-#[derive(Clone, Copy, Debug)]
-pub(super) enum StubEnd {
-    /// The machine bug-checked in the routine, or it does not return (`KeBugCheckEx`).
-    Halted,
-    /// The routine raised exception `code` at the stub's address `at`.
-    Raise { code: u32, at: u64 },
-    /// The routine returned (RAX written) and code changed meanwhile: the processor forgets
-    /// its translations and goes on at the stub's `ret`.
-    Returned,
 }
 
 pub(super) const STACK: usize = 512 * 1024;
@@ -338,6 +327,45 @@ impl Drop for Engine {
         unregister_range(self.stack);
         arena::release(self.stack, STACK);
     }
+}
+
+/// What the `int3` at `RIP - 1` does: `None` when it was a stub served here (the processor goes
+/// on at the return address), else why the processor stops ([`super::serve`]).
+fn serve_stub(e: &Engine) -> Option<Exit> {
+    let rip = e.read(reg::RIP);
+    let at = rip.wrapping_sub(1);
+    let Some((name, f)) = stub_at(at as usize) else {
+        return Some(Exit::Interrupt(3));
+    };
+    let sp = e.read(reg::RSP) as usize;
+    let on_stack = |a: usize| (e.stack..e.stack + STACK - 8).contains(&a);
+    let mut words = [0u64; 12];
+    for (i, w) in words.iter_mut().enumerate() {
+        *w = match ARG_REGS.get(i) {
+            Some(&r) => e.read(r),
+            None => {
+                let a = sp + 0x28 + 8 * (i - 4);
+                if on_stack(a) {
+                    // SAFETY: inside this engine's stack.
+                    unsafe { (a as *const u64).read() }
+                } else {
+                    0
+                }
+            }
+        };
+    }
+    let value = match run_routine(&name, &f, &words, at) {
+        Ok(v) => v,
+        Err(end) => return Some(Exit::Stub(end)),
+    };
+    e.write(reg::RAX, value);
+    if e.code_changed_since() {
+        // Leave the emulator to forget the translations, and go on at the `ret`.
+        return Some(Exit::Stub(StubEnd::Returned));
+    }
+    // The processor goes on at the stub's `ret`: no PC is written (a PC written in a hook makes
+    // Unicorn leave the block, which costs more than the call).
+    None
 }
 
 unsafe extern "C" fn on_interrupt(uc: Uc, intno: u32, user: *mut c_void) {
