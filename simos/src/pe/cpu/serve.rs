@@ -7,10 +7,9 @@
 //! then the stack above the shadow space), the routine runs here outside the guest lock, and
 //! the hook writes RAX. A routine that calls back into the image (a DPC, a synchronize routine)
 //! runs it on a second processor from inside the hook: each Unicorn instance keeps its state to
-//! itself. Whatever
-//! else the routine did (a bug check, an exception it raises) ends the emulation with the
-//! outcome for [`super::run`] to act on, as does code the debugger changed meanwhile (the
-//! processor forgets its translations, then goes on at the `ret`).
+//! itself. Whatever else the routine did (a bug check, an exception it raises) ends the
+//! emulation with the outcome for [`super::run`] to act on, as does code the debugger changed
+//! meanwhile (the processor forgets its translations, then goes on at the `ret`).
 
 use std::sync::Arc;
 
