@@ -140,6 +140,9 @@ impl SimKmt<'_> {
     /// [`Machine::signal_monitored_fence_from_cpu`]).
     /// Through the thunk's kernel entry ([`sync_object`]) with the structure the UMD's Windows
     /// thunk fills (no flags).
+    ///
+    /// [`Machine::signal_monitored_fence_from_cpu`]: crate::machine::Machine::signal_monitored_fence_from_cpu
+    /// [`sync_object`]: super::sync_object
     pub fn create_monitored_fence(
         &self,
         initial: u64,
@@ -162,6 +165,8 @@ impl SimKmt<'_> {
     /// The views [`Kmt::create_allocation_as`] hands out are uncached (write-combined: the
     /// UMD's private data does not ask for `Cached`): rings and command buffers reach the GPU
     /// without cache maintenance, which the UMD does only for its `usage::Buffer`s.
+    ///
+    /// [`CpuCache`]: crate::machine::cpucache::CpuCache
     pub fn create_cached_allocation(&self, size: u64) -> Result<Allocation<SimMem>, NtStatus> {
         let mut pdd =
             rvgpu_umd::kmt::allocation_private_data(size, rvgpu_umd::kmt::AllocationKind::Buffer);
