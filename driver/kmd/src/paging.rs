@@ -41,8 +41,8 @@ use rvgpu_hw::cmd::{Command, MAX_TRANSFER};
 
 use crate::adapter::{Adapter, Live};
 use crate::aperture::Aperture;
-use crate::args::{PagingOperation, TransferSide};
 use crate::args::Call;
+use crate::args::{PagingOperation, TransferSide};
 use crate::handle::{Handle, Kind};
 use crate::mdl::Pages;
 use crate::platform::Platform;
