@@ -146,20 +146,21 @@ impl RunClock {
         base.saturating_add(host.saturating_sub(stamp).min(allow))
     }
 
-    /// The CMP thread's side, continuing from the time read now (a restarted thread never
-    /// goes back).
+    /// The CMP thread's side (one at a time: a restarted thread's starts after the last one's
+    /// drop). It continues from the credit last published, whose time since it counts as a
+    /// tick would (all of it when no thread ran), and allows its first stretch a step as any
+    /// other. Its time is taken after readers stop validating that credit, so a reader that
+    /// saw the clock run on from it never sees the new credit below that.
     pub(crate) fn writer(&self) -> RunWriter {
-        let base = self.now_ns();
+        let s = &self.0;
         let mut w = RunWriter {
             clock: self.clone(),
-            seq: self.0.seq.load(Ordering::Relaxed),
-            base,
-            stamp: 0,
-            allow: 0,
+            seq: s.seq.load(Ordering::Acquire),
+            base: s.base.load(Ordering::Relaxed),
+            stamp: s.stamp.load(Ordering::Relaxed),
+            allow: s.allow.load(Ordering::Relaxed),
         };
-        w.begin();
-        w.stamp = ns(self.0.origin.elapsed());
-        w.end();
+        w.tick(STEP_ALLOWANCE);
         w
     }
 }
@@ -231,8 +232,8 @@ mod tests {
             "follows the host before the thread runs: {first:?}"
         );
         let mut w = clock.writer();
-        let start = clock.elapsed();
         w.tick(Duration::from_millis(5));
+        let start = clock.elapsed();
         std::thread::sleep(Duration::from_millis(60));
         let read = clock.elapsed() - start;
         assert!(read <= Duration::from_millis(5), "{read:?}");

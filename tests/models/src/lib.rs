@@ -34,6 +34,10 @@
 //! written at any IRQL and read at PASSIVE without a lock: a record is read whole or not at
 //! all.
 //!
+//! `tests/tdr_05_run_clock.rs`: the device's run clock (`device::RunClock`), a one-writer
+//! sequence lock the OS's TDR threads read: a reader computes its time from a credit the CMP
+//! thread published whole, and its times never run backwards.
+//!
 //! The models are the crate's integration tests; the library holds only what they share,
 //! [`run_isolated`] and the negative controls' [`expect_violation`].
 //! Run: `cargo test -p rvgpu-models`.
