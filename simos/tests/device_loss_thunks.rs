@@ -1,7 +1,7 @@
 //! Device loss as the D3DKMT thunks answer it on 24H2 (UM-10, NF-13): a fence created or
 //! opened with `NoSignalMaxValueOnTdr` is not registered with its device, so the device's error
-//! leaves its value alone while the others go to `u64::MAX`; the doorbell and paging-queue
-//! thunks take the device's core access, which refuses only a device an adapter-wide reset
+//! leaves its value alone while the others go to `u64::MAX`; the doorbell, paging-queue and CPU
+//! wait thunks take the device's core access, which refuses only a device an adapter-wide reset
 //! stopped, not one VidSch merely put in error. Every test runs on both driver builds and both
 //! readings.
 
@@ -11,7 +11,7 @@ use common::tdr::*;
 use common::ums::{connected_raw_queue, raw_queue};
 use common::*;
 
-use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_PARAMETER};
+use rvgpu_ddi::ntstatus::{STATUS_DEVICE_REMOVED, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER};
 use rvgpu_hw::cmd::Command;
 use rvgpu_simos::kmt::native_fence::{
     nt_dxgk_create_native_fence_internal, nt_dxgk_open_native_fence_from_nt_handle_internal,
@@ -19,6 +19,10 @@ use rvgpu_simos::kmt::native_fence::{
     SYNC_NT_SECURITY_SHARING, SYNC_SHARED,
 };
 use rvgpu_simos::kmt::paging_queue::{dxgk_create_paging_queue_internal, D3DKMT_CREATEPAGINGQUEUE};
+use rvgpu_simos::kmt::sync_from_cpu::{
+    dxgk_wait_for_synchronization_object_from_cpu_internal, HostArrays,
+    D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU,
+};
 use rvgpu_simos::machine::answers::OsDisconnects;
 use rvgpu_simos::{Mode, NativeFence, UmsProcess};
 use rvgpu_umd::kmt::{DeviceExecutionState, EvictFlags, Kmt, NtStatus};
@@ -194,6 +198,60 @@ fn um_10_a_stopped_device_gets_device_removed_from_the_doorbell_and_paging_queue
     };
     let r = dxgk_create_paging_queue_internal(&m, &mut a, |h| (h == o.device).then_some(o));
     assert_eq!(r.err(), Some(REMOVED), "CreatePagingQueue, index 1");
+    no_fault(&m);
+}
+
+/// The wait's structure for one object of `device` with an event handle that names nothing.
+fn wait_with_event(device: u32) -> D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
+    D3DKMT_WAITFORSYNCHRONIZATIONOBJECTFROMCPU {
+        hDevice: device,
+        ObjectCount: 1,
+        ObjectHandleArray: HostArrays::HANDLES,
+        FenceValueArray: HostArrays::VALUES,
+        hAsyncEvent: 0x4444,
+        ..Default::default()
+    }
+}
+
+/// UM-10: a live device's wait reaches the event (an event handle of nobody's:
+/// STATUS_INVALID_HANDLE); once an adapter-wide recovery stopped the device, the same wait is
+/// STATUS_DEVICE_REMOVED (the device's state is read before the event), and so is the UMD's
+/// blocking wait on one of its fences.
+#[test]
+fn um_10_a_stopped_device_gets_device_removed_from_the_cpu_wait_before_its_event() {
+    let m = tdr_machine(Mode::Step, |_| {});
+    let (o, ko) = user_process(&m);
+    let (fence, _) = okk(&m, ko.create_monitored_fence(0));
+    let no_event = |_: u64| Err(NtStatus(STATUS_INVALID_HANDLE));
+    let mem = HostArrays::one(fence, 1);
+    let a = wait_with_event(o.device);
+    let live = dxgk_wait_for_synchronization_object_from_cpu_internal(&m, &a, &ko, &mem, &no_event);
+    assert_eq!(
+        live.err(),
+        Some(NtStatus(STATUS_INVALID_HANDLE)),
+        "live device"
+    );
+
+    // Another process hangs node 0 and its engine reset fails: the adapter-wide path.
+    let (_h, kh) = user_process(&m);
+    let mut hq = okk(&m, UserQueue::new(kh, &config(0)));
+    m.device(0).unwrap().fail_next_reset(0);
+    okk(&m, hq.submit(&[Command::Hang]));
+    run_until(&m, "adapter reset", |m| adapter_resets(m) == 1);
+    assert_eq!(ko.device_execution_state(), Ok(DeviceExecutionState::RESET));
+
+    let stopped =
+        dxgk_wait_for_synchronization_object_from_cpu_internal(&m, &a, &ko, &mem, &no_event);
+    assert_eq!(
+        stopped.err(),
+        Some(NtStatus(STATUS_DEVICE_REMOVED)),
+        "stopped device, with an event"
+    );
+    assert_eq!(
+        ko.wait_for_fence(fence, 1),
+        Err(NtStatus(STATUS_DEVICE_REMOVED)),
+        "stopped device, the UMD's blocking wait"
+    );
     no_fault(&m);
 }
 

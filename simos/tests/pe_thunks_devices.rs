@@ -1295,3 +1295,58 @@ fn d3dkmt_get_device_state_answers_as_24h2() {
     drop(p);
     assert!(m.bugcheck().is_none(), "{:?}", m.bugcheck());
 }
+
+/// A caller with no adapter open, no process on any adapter and no handle left.
+struct FullTable;
+
+impl rvgpu_simos::kmt::adapter::AdapterTable for FullTable {
+    fn adapter(&self, _: rvgpu_umd::kmt::KmtHandle) -> Option<usize> {
+        None
+    }
+    fn process(&self, _: usize) -> Option<rvgpu_simos::ProcessId> {
+        None
+    }
+    fn open(&self, _: usize) -> Result<rvgpu_umd::kmt::KmtHandle, rvgpu_umd::kmt::NtStatus> {
+        Err(rvgpu_umd::kmt::NtStatus(
+            rvgpu_ddi::ntstatus::STATUS_NO_MEMORY,
+        ))
+    }
+    fn close(&self, _: rvgpu_umd::kmt::KmtHandle) -> bool {
+        false
+    }
+}
+
+/// UM-17: a started adapter's LUID with a full handle table is the table's STATUS_NO_MEMORY
+/// and `hAdapter` 0 whatever the caller left there; an unknown LUID is refused before the
+/// adapter is looked at and leaves `hAdapter` as it was.
+#[test]
+fn um_17_open_adapter_from_luid_with_a_full_handle_table_writes_back_the_zero_handle() {
+    let m = machine_with(rvgpu_simos::Mode::Step, |_| {});
+    let mut a = rvgpu_ddi::d3dkmt::D3DKMT_OPENADAPTERFROMLUID {
+        AdapterLuid: rvgpu_simos::adapter::adapter_luid(0),
+        hAdapter: 0x7777,
+    };
+    let r = rvgpu_simos::kmt::adapter::dxgk_open_adapter_from_luid_impl(&m, &mut a, &FullTable);
+    assert_eq!(
+        r,
+        Err(rvgpu_umd::kmt::NtStatus(
+            rvgpu_ddi::ntstatus::STATUS_NO_MEMORY
+        ))
+    );
+    assert_eq!({ a.hAdapter }, 0, "the zero handle goes back");
+
+    let mut unknown = rvgpu_ddi::d3dkmt::D3DKMT_OPENADAPTERFROMLUID {
+        AdapterLuid: rvgpu_simos::adapter::adapter_luid(9),
+        hAdapter: 0x7777,
+    };
+    let r =
+        rvgpu_simos::kmt::adapter::dxgk_open_adapter_from_luid_impl(&m, &mut unknown, &FullTable);
+    assert_eq!(
+        r,
+        Err(rvgpu_umd::kmt::NtStatus(
+            rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER
+        ))
+    );
+    assert_eq!({ unknown.hAdapter }, 0x7777, "nothing goes back");
+    no_fault(&m);
+}
