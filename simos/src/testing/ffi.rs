@@ -1,11 +1,10 @@
-//! What the stand-ins tests put in the driver's DDI slots are built from, in one place: the
-//! generic slot entries that receive the OS's raw arguments and hand safe stand-ins
-//! references, the callback table a stand-in calls, the driver's own ISR and DPC a stand-in
-//! runs, and readers of the arrays the OS's blocks point to. A stand-in is driver code, so the FFI
-//! behind these lives with the driver's: its entries, its calls into the OS and of the driver's
-//! ISR and DPC with the driver->OS side ([`crate::dxgkrnl::callbacks::ffi`]), its reads of
-//! the OS's blocks with the OS->driver side ([`crate::adapter::ddi`]). This
-//! module and the stand-ins (the sibling modules) are safe code.
+//! What the stand-ins tests put in the driver's DDI slots are built from: the generic slot
+//! entries that receive the OS's raw arguments and hand safe stand-ins references, the
+//! callback table a stand-in calls, the driver's own ISR and DPC a stand-in runs, and readers
+//! of the arrays the OS's blocks point to. A stand-in is driver code, so the FFI behind these
+//! lives with the driver's: its entries and its calls with the driver->OS side
+//! (`dxgkrnl::callbacks::ffi`), its reads of the OS's blocks with the OS->driver side
+//! (`adapter::ddi`). This module and the stand-ins (the sibling modules) are safe code.
 
 use std::sync::Mutex;
 
