@@ -218,12 +218,15 @@ c_type! {
     }
 }
 
-/// The `Other` arm of [`DXGK_CHILD_CAPABILITIES_0`].
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_CHILD_CAPABILITIES_0_Other {
-    /// Must be zero.
-    pub MustBeZero: UINT,
+c_type! {
+    /// The `Other` arm of [`DXGK_CHILD_CAPABILITIES_0`].
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_CHILD_CAPABILITIES_0_Other {
+        /// Must be zero.
+        pub MustBeZero: UINT,
+    }
 }
 
 c_type! {
@@ -300,30 +303,39 @@ c_enum! {
     }
 }
 
-/// `HotPlug` arm of [`DXGK_CHILD_STATUS_0`].
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_CHILD_STATUS_0_HotPlug {
-    /// Whether the child is connected.
-    pub Connected: BOOLEAN,
+c_type! {
+    /// `HotPlug` arm of [`DXGK_CHILD_STATUS_0`].
+    #[size(1)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_CHILD_STATUS_0_HotPlug {
+        /// Whether the child is connected.
+        pub Connected: BOOLEAN,
+    }
 }
 
-/// `Rotation` arm of [`DXGK_CHILD_STATUS_0`].
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_CHILD_STATUS_0_Rotation {
-    /// Angle.
-    pub Angle: UCHAR,
+c_type! {
+    /// `Rotation` arm of [`DXGK_CHILD_STATUS_0`].
+    #[size(1)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_CHILD_STATUS_0_Rotation {
+        /// Angle.
+        pub Angle: UCHAR,
+    }
 }
 
-/// `Miracast` arm of [`DXGK_CHILD_STATUS_0`].
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGK_CHILD_STATUS_0_Miracast {
-    /// Whether the sink is connected.
-    pub Connected: BOOLEAN,
-    /// `D3DKMDT_VIDEO_OUTPUT_TECHNOLOGY` value.
-    pub MiracastMonitorType: i32,
+c_type! {
+    /// `Miracast` arm of [`DXGK_CHILD_STATUS_0`].
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGK_CHILD_STATUS_0_Miracast {
+        /// Whether the sink is connected.
+        pub Connected: BOOLEAN,
+        /// `D3DKMDT_VIDEO_OUTPUT_TECHNOLOGY` value.
+        pub MiracastMonitorType: i32,
+    }
 }
 
 c_type! {

@@ -7,7 +7,9 @@
 
 use core::ffi::c_void;
 
-use crate::macros::{c_enum, c_type, extern_fn, interface_table, opaque_types, union_debug};
+use crate::macros::{
+    c_enum, c_marker, c_type, extern_fn, interface_table, opaque_types, union_debug,
+};
 
 /// `NTSTATUS`: a kernel status code; negative values are errors. See [`crate::ntstatus`].
 pub type NTSTATUS = i32;
@@ -550,6 +552,42 @@ extern_fn! {
     /// the size and null representation of every C function pointer, so the table layout is exact;
     /// it must not be called.
     pub type PFN_UNBOUND = fn();
+}
+
+/// A C type of these bindings: a struct, union or flag word, an opaque type, a scalar a typedef
+/// names, or a pointer to one of them. The macro that declares a type implements it, and
+/// nothing outside this crate can (sealed), so a bound on it admits the headers' types and no
+/// others; `Kind` says whether the type has a layout of its own ([`Data`]) or is only pointed
+/// at ([`Opaque`]).
+pub trait CType: sealed::Sealed + 'static {
+    /// [`Data`] or [`Opaque`].
+    type Kind;
+}
+
+/// [`CType::Kind`] of a type with a layout of its own: fields, a flag word, a scalar.
+#[derive(Debug)]
+pub enum Data {}
+
+/// [`CType::Kind`] of a type only pointed at (`c_void`, the `opaque_types!` ones).
+#[derive(Debug)]
+pub enum Opaque {}
+
+/// Keeps [`CType`] to this crate's declarations.
+pub(crate) mod sealed {
+    /// Implemented with [`super::CType`], inside this crate only.
+    pub trait Sealed {}
+}
+
+c_marker!(Data: u8, u16, u32, u64, i32, i64, usize);
+c_marker!(Opaque: c_void);
+
+impl<T: CType> sealed::Sealed for *mut T {}
+impl<T: CType> CType for *mut T {
+    type Kind = Data;
+}
+impl<T: CType> sealed::Sealed for *const T {}
+impl<T: CType> CType for *const T {
+    type Kind = Data;
 }
 
 /// A pointer-sized slot of a DDI table: a function pointer (`Option<fn>`) or a reserved `PVOID`.

@@ -151,12 +151,15 @@ c_type! {
     }
 }
 
-/// `DisplayOnlyVsync` arm.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DisplayOnlyVsync {
-    /// Target.
-    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+c_type! {
+    /// `DisplayOnlyVsync` arm.
+    #[size(4)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_DisplayOnlyVsync {
+        /// Target.
+        pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+    }
 }
 
 c_type! {
@@ -475,14 +478,17 @@ c_type! {
     }
 }
 
-/// `PeriodicMonitoredFenceSignaled` arm (WDDM 2.2+).
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_PeriodicMonitoredFenceSignaled {
-    /// Target.
-    pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
-    /// Notification ID.
-    pub NotificationID: UINT,
+c_type! {
+    /// `PeriodicMonitoredFenceSignaled` arm (WDDM 2.2+).
+    #[size(8)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_PeriodicMonitoredFenceSignaled {
+        /// Target.
+        pub VidPnTargetId: D3DDDI_VIDEO_PRESENT_TARGET_ID,
+        /// Notification ID.
+        pub NotificationID: UINT,
+    }
 }
 
 c_type! {
@@ -548,67 +554,72 @@ c_type! {
     }
 }
 
-/// `Reserved` arm: sizes the union.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Debug)]
-pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_Reserved {
-    /// Reserved.
-    pub Reserved: [UINT; 16],
+c_type! {
+    /// `Reserved` arm: sizes the union.
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy, Default, Debug)]
+    pub struct DXGKARGCB_NOTIFY_INTERRUPT_DATA_Reserved {
+        /// Reserved.
+        pub Reserved: [UINT; 16],
+    }
 }
 
-/// Anonymous union of [`DXGKARGCB_NOTIFY_INTERRUPT_DATA`]; the arm is chosen by
-/// `InterruptType`. All arms through WDDM 3.2 are present.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub union DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
-    /// `DXGK_INTERRUPT_DMA_COMPLETED`.
-    pub DmaCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted,
-    /// `DXGK_INTERRUPT_DMA_PREEMPTED`.
-    pub DmaPreempted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted,
-    /// `DXGK_INTERRUPT_DMA_FAULTED`.
-    pub DmaFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted,
-    /// `DXGK_INTERRUPT_CRTC_VSYNC`.
-    pub CrtcVsync: DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsync,
-    /// `DXGK_INTERRUPT_DISPLAYONLY_VSYNC`.
-    pub DisplayOnlyVsync: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DisplayOnlyVsync,
-    /// `DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY`.
-    pub CrtcVsyncWithMultiPlaneOverlay:
-        DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay,
-    /// `DXGK_INTERRUPT_DISPLAYONLY_PRESENT_PROGRESS`.
-    pub DisplayOnlyPresentProgress: DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS,
-    /// `DXGK_INTERRUPT_MICACAST_CHUNK_PROCESSING_COMPLETE`.
-    pub MiracastEncodeChunkCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted,
-    /// `DXGK_INTERRUPT_DMA_PAGE_FAULTED`.
-    pub DmaPageFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted,
-    /// `DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY2`.
-    pub CrtcVsyncWithMultiPlaneOverlay2:
-        DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2,
-    /// `DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED`.
-    pub MonitoredFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
-    /// `DXGK_INTERRUPT_HWCONTEXTLIST_SWITCH_COMPLETED`.
-    pub HwContextListSwitchCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwContextListSwitchCompleted,
-    /// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED`.
-    pub HwQueuePageFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted,
-    /// `DXGK_INTERRUPT_PERIODIC_MONITORED_FENCE_SIGNALED`.
-    pub PeriodicMonitoredFenceSignaled:
-        DXGKARGCB_NOTIFY_INTERRUPT_DATA_PeriodicMonitoredFenceSignaled,
-    /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`.
-    pub SchedulingLogInterrupt: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
-    /// `DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT`.
-    pub GpuEngineTimeout: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
-    /// `DXGK_INTERRUPT_SUSPEND_CONTEXT_COMPLETED`.
-    pub SuspendContextCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_SuspendContextCompleted,
-    /// `DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY3` (same layout as arm 2).
-    pub CrtcVsyncWithMultiPlaneOverlay3:
-        DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2,
-    /// `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED`.
-    pub NativeFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
-    /// `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE`.
-    pub EngineStateChange: DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange,
-    /// Sizes the union (64 bytes).
-    pub Reserved: DXGKARGCB_NOTIFY_INTERRUPT_DATA_Reserved,
+c_type! {
+    /// Anonymous union of [`DXGKARGCB_NOTIFY_INTERRUPT_DATA`]; the arm is chosen by
+    /// `InterruptType`. All arms through WDDM 3.2 are present.
+    #[size(64)]
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    pub union DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
+        /// `DXGK_INTERRUPT_DMA_COMPLETED`.
+        pub DmaCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaCompleted,
+        /// `DXGK_INTERRUPT_DMA_PREEMPTED`.
+        pub DmaPreempted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPreempted,
+        /// `DXGK_INTERRUPT_DMA_FAULTED`.
+        pub DmaFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaFaulted,
+        /// `DXGK_INTERRUPT_CRTC_VSYNC`.
+        pub CrtcVsync: DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsync,
+        /// `DXGK_INTERRUPT_DISPLAYONLY_VSYNC`.
+        pub DisplayOnlyVsync: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DisplayOnlyVsync,
+        /// `DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY`.
+        pub CrtcVsyncWithMultiPlaneOverlay:
+            DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay,
+        /// `DXGK_INTERRUPT_DISPLAYONLY_PRESENT_PROGRESS`.
+        pub DisplayOnlyPresentProgress: DXGKARGCB_PRESENT_DISPLAYONLY_PROGRESS,
+        /// `DXGK_INTERRUPT_MICACAST_CHUNK_PROCESSING_COMPLETE`.
+        pub MiracastEncodeChunkCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_MiracastEncodeChunkCompleted,
+        /// `DXGK_INTERRUPT_DMA_PAGE_FAULTED`.
+        pub DmaPageFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_DmaPageFaulted,
+        /// `DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY2`.
+        pub CrtcVsyncWithMultiPlaneOverlay2:
+            DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2,
+        /// `DXGK_INTERRUPT_MONITORED_FENCE_SIGNALED`.
+        pub MonitoredFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
+        /// `DXGK_INTERRUPT_HWCONTEXTLIST_SWITCH_COMPLETED`.
+        pub HwContextListSwitchCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwContextListSwitchCompleted,
+        /// `DXGK_INTERRUPT_HWQUEUE_PAGE_FAULTED`.
+        pub HwQueuePageFaulted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_HwQueuePageFaulted,
+        /// `DXGK_INTERRUPT_PERIODIC_MONITORED_FENCE_SIGNALED`.
+        pub PeriodicMonitoredFenceSignaled:
+            DXGKARGCB_NOTIFY_INTERRUPT_DATA_PeriodicMonitoredFenceSignaled,
+        /// `DXGK_INTERRUPT_SCHEDULING_LOG_INTERRUPT`.
+        pub SchedulingLogInterrupt: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
+        /// `DXGK_INTERRUPT_GPU_ENGINE_TIMEOUT`.
+        pub GpuEngineTimeout: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NodeEngine,
+        /// `DXGK_INTERRUPT_SUSPEND_CONTEXT_COMPLETED`.
+        pub SuspendContextCompleted: DXGKARGCB_NOTIFY_INTERRUPT_DATA_SuspendContextCompleted,
+        /// `DXGK_INTERRUPT_CRTC_VSYNC_WITH_MULTIPLANE_OVERLAY3` (same layout as arm 2).
+        pub CrtcVsyncWithMultiPlaneOverlay3:
+            DXGKARGCB_NOTIFY_INTERRUPT_DATA_CrtcVsyncWithMultiPlaneOverlay2,
+        /// `DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED`.
+        pub NativeFenceSignaled: DXGKARGCB_NOTIFY_INTERRUPT_DATA_NativeFenceSignaled,
+        /// `DXGK_INTERRUPT_GPU_ENGINE_STATE_CHANGE`.
+        pub EngineStateChange: DXGKARGCB_NOTIFY_INTERRUPT_DATA_EngineStateChange,
+        /// Sizes the union (64 bytes).
+        pub Reserved: DXGKARGCB_NOTIFY_INTERRUPT_DATA_Reserved,
+    }
 }
-layout!(DXGKARGCB_NOTIFY_INTERRUPT_DATA_0, size = 64);
 
 impl Default for DXGKARGCB_NOTIFY_INTERRUPT_DATA_0 {
     fn default() -> Self {

@@ -17,7 +17,9 @@
 //! * every struct has a reference-page link and compile-time size/offset assertions for x86_64
 //!   (declared through `c_type!` as `#[size(N)]` and `#[offset(N)]` next to the type and its
 //!   fields); layouts that could not be checked against a header or reference page carry an
-//!   `UNVERIFIED:` comment.
+//!   `UNVERIFIED:` comment;
+//! * every type the declaring macros make is a [`basic::CType`], so a user of the bindings can
+//!   bound on "a header's type" without listing them.
 #![cfg_attr(not(test), no_std)]
 #![allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
 #![allow(clippy::upper_case_acronyms)]

@@ -85,6 +85,7 @@ macro_rules! bitfield {
                 self
             }
         }
+        $crate::macros::c_marker!(Data: $name);
     };
 }
 
@@ -173,6 +174,19 @@ macro_rules! log_buffer_sizes {
 
 pub(crate) use log_buffer_sizes;
 
+/// Marks types as [`CType`](crate::basic::CType)s of kind `$kind` (`Data` or `Opaque`): every
+/// declaring macro below marks what it declares.
+macro_rules! c_marker {
+    ($kind:ident: $($t:ty),+ $(,)?) => {$(
+        impl $crate::basic::sealed::Sealed for $t {}
+        impl $crate::basic::CType for $t {
+            type Kind = $crate::basic::$kind;
+        }
+    )+};
+}
+
+pub(crate) use c_marker;
+
 /// Asserts (at compile time, x86_64 only) the size of a type and the offsets of named fields.
 macro_rules! layout {
     ($ty:ty, size = $size:literal $(, $field:ident = $off:literal)* $(,)?) => {
@@ -226,6 +240,7 @@ macro_rules! c_type {
             $( $(#[doc = $fdoc])* $vis $field: $fty, )*
         }
         $crate::macros::layout!($name, size = $size $($(, $field = $off)?)*);
+        $crate::macros::c_marker!(Data: $name);
     };
 }
 
@@ -331,6 +346,8 @@ macro_rules! ddi_table {
                 $( v.visit::<{ $crate::slot_id!($name::SLOT_NAMES, stringify!($field)) }, _>(&mut self.$field); )*
             }
         }
+
+        $crate::macros::c_marker!(Data: $name);
 
         impl Default for $name {
             /// Header fields at their defaults, every slot null.
@@ -460,6 +477,7 @@ macro_rules! opaque_types {
             pub struct $name {
                 _opaque: [u8; 0],
             }
+            $crate::macros::c_marker!(Opaque: $name);
         )+
     };
 }
@@ -510,6 +528,7 @@ macro_rules! index_word_union {
         }
         // A union's fields all start at 0: its size is the one thing to assert.
         $crate::macros::layout!($union, size = 8);
+        $crate::macros::c_marker!(Data: $parts, $union);
 
         impl $union {
             /// Builds the union from its two halves.

@@ -26,7 +26,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use rvgpu_ddi::basic::HANDLE;
+use rvgpu_ddi::basic::{CType, Data, Opaque, HANDLE};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::NTSTATUS;
 use rvgpu_kmd::platform::Irql;
@@ -174,87 +174,71 @@ pub fn passive<F: Copy, R>(
 ///   type, built by the OS, and every pointer it carries names memory its builder keeps alive
 ///   across the call (the rule of every builder in simos, as of Dxgkrnl's).
 mod sealed {
-    pub trait Block {}
     pub trait Param {}
     pub trait Prototype {}
     pub trait Plain {}
 }
 
 /// A DDI argument block the OS builds and hands to the driver by pointer (see the contract
-/// above: the pointers inside it name memory kept alive across the call).
-pub trait Block: sealed::Block + 'static {}
+/// above: the pointers inside it name memory kept alive across the call): any C type of the
+/// bindings with a layout of its own. The bindings' declaring macros mark every type they
+/// declare ([`CType`], sealed there), so a new block needs no line here and no other type is
+/// one.
+pub trait Block: CType<Kind = Data> {}
 
-macro_rules! blocks {
-    ($($t:ty),* $(,)?) => {$(
-        impl sealed::Block for $t {}
-        impl Block for $t {}
-    )*};
+impl<T: CType<Kind = Data>> Block for T {}
+
+/// How a pointer parameter is passed, by the kind of C type it points to: a [`Block`] as a
+/// borrow, audited; an opaque object (a handle's `c_void`, a `DEVICE_OBJECT`) as the pointer
+/// itself, never read through.
+pub trait Pointee<T: CType> {
+    /// What the caller passes for a `*mut T`.
+    type Mut<'a>;
+    /// What the caller passes for a `*const T`.
+    type Const<'a>;
+    /// The pointer a `*mut T` argument is.
+    fn raw_mut(s: Self::Mut<'_>) -> *mut T;
+    /// The pointer a `*const T` argument is.
+    fn raw_const(s: Self::Const<'_>) -> *const T;
+    /// Checks the block a `*mut T` argument names against the audit of DDI `ddi`.
+    fn audit_mut(s: &Self::Mut<'_>, o: &Observer, ddi: &str);
+    /// Checks the block a `*const T` argument names against the audit of DDI `ddi`.
+    fn audit_const(s: &Self::Const<'_>, o: &Observer, ddi: &str);
 }
 
-blocks!(
-    u32,
-    usize,
-    rvgpu_ddi::basic::PVOID,
-    rvgpu_ddi::basic::GUID,
-    rvgpu_ddi::adapter::DXGK_START_INFO,
-    rvgpu_ddi::adapter::QUERY_INTERFACE,
-    rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO,
-    rvgpu_ddi::allocation::DXGKARG_CLOSEALLOCATION,
-    rvgpu_ddi::allocation::DXGKARG_CREATEALLOCATION,
-    rvgpu_ddi::allocation::DXGKARG_DESCRIBEALLOCATION,
-    rvgpu_ddi::allocation::DXGKARG_DESTROYALLOCATION,
-    rvgpu_ddi::allocation::DXGKARG_GETSTANDARDALLOCATIONDRIVERDATA,
-    rvgpu_ddi::allocation::DXGKARG_OPENALLOCATION,
-    rvgpu_ddi::adapter::DXGKARG_CALIBRATEGPUCLOCK,
-    rvgpu_ddi::adapter::DXGKARG_SETSTABLEPOWERSTATE,
-    rvgpu_ddi::dxgkrnl::DXGKRNL_INTERFACE,
-    rvgpu_ddi::feature::DXGKARG_QUERYFEATUREINTERFACE,
-    rvgpu_ddi::feature::DXGKARG_QUERYFEATURESUPPORT,
-    rvgpu_ddi::fence::DXGKARG_CLOSENATIVEFENCE,
-    rvgpu_ddi::fence::DXGKARG_CREATENATIVEFENCE,
-    rvgpu_ddi::fence::DXGKARG_DESTROYNATIVEFENCE,
-    rvgpu_ddi::fence::DXGKARG_OPENNATIVEFENCE,
-    rvgpu_ddi::fence::DXGKARG_SETNATIVEFENCELOGBUFFER,
-    rvgpu_ddi::fence::DXGKARG_UPDATECURRENTVALUESFROMCPU,
-    rvgpu_ddi::fence::DXGKARG_UPDATEMONITOREDVALUES,
-    rvgpu_ddi::fence::DXGKARG_UPDATENATIVEFENCELOGS,
-    rvgpu_ddi::hws::DXGKARG_CREATEHWCONTEXT,
-    rvgpu_ddi::hws::DXGKARG_RESETHWENGINE,
-    rvgpu_ddi::hws::DXGKARG_RESUMEHWENGINE,
-    rvgpu_ddi::hws::DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
-    rvgpu_ddi::hws::DXGKARG_SETSCHEDULINGLOGBUFFER,
-    rvgpu_ddi::hws::DXGKARG_SETUPPRIORITYBANDS,
-    rvgpu_ddi::hws::DXGKARG_SWITCHTOHWCONTEXTLIST,
-    rvgpu_ddi::hws::DXGKARG_UPDATEHWCONTEXTSTATE,
-    rvgpu_ddi::kmtest::DXGKARG_BUILDTESTCOMMANDBUFFER,
-    rvgpu_ddi::kmtest::DXGKARG_ESCAPE,
-    rvgpu_ddi::tdr::DXGKARG_BUILDPAGINGBUFFER,
-    rvgpu_ddi::present::DXGKARG_PRESENT,
-    rvgpu_ddi::allocation::DXGKARG_CREATEPROCESS,
-    rvgpu_ddi::allocation::DXGKARG_GETROOTPAGETABLESIZE,
-    rvgpu_ddi::allocation::DXGKARG_SETROOTPAGETABLE,
-    rvgpu_ddi::submission::DXGKARG_CONNECTDOORBELL,
-    rvgpu_ddi::submission::DXGKARG_CREATECONTEXT,
-    rvgpu_ddi::submission::DXGKARG_CREATEDEVICE,
-    rvgpu_ddi::submission::DXGKARG_CREATEDOORBELL,
-    rvgpu_ddi::submission::DXGKARG_CREATEHWQUEUE,
-    rvgpu_ddi::submission::DXGKARG_DESTROYDOORBELL,
-    rvgpu_ddi::submission::DXGKARG_DISCONNECTDOORBELL,
-    rvgpu_ddi::submission::DXGKARG_GETNODEMETADATA,
-    rvgpu_ddi::submission::DXGKARG_NOTIFYWORKSUBMISSION,
-    rvgpu_ddi::submission::DXGKARG_RESUMECONTEXT,
-    rvgpu_ddi::submission::DXGKARG_SUBMITCOMMANDTOHWQUEUE,
-    rvgpu_ddi::submission::DXGKARG_SUSPENDCONTEXT,
-    rvgpu_ddi::tdr::DXGKARG_COLLECTDBGINFO,
-    rvgpu_ddi::tdr::DXGKARG_COLLECTDBGINFO2,
-    rvgpu_ddi::tdr::DXGKARG_PREEMPTCOMMAND,
-    rvgpu_ddi::tdr::DXGKARG_QUERYCURRENTFENCE,
-    rvgpu_ddi::tdr::DXGKARG_QUERYDEPENDENTENGINEGROUP,
-    rvgpu_ddi::tdr::DXGKARG_QUERYENGINESTATUS,
-    rvgpu_ddi::tdr::DXGKARG_RESETENGINE,
-    rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMAND,
-    rvgpu_ddi::tdr::DXGKARG_SUBMITCOMMANDVIRTUAL,
-);
+impl<T: Block> Pointee<T> for Data {
+    type Mut<'a> = &'a mut T;
+    type Const<'a> = &'a T;
+    #[inline(always)]
+    fn raw_mut(s: &mut T) -> *mut T {
+        s
+    }
+    #[inline(always)]
+    fn raw_const(s: &T) -> *const T {
+        s
+    }
+    fn audit_mut(s: &&mut T, o: &Observer, ddi: &str) {
+        o.handed_at(ddi, &**s);
+    }
+    fn audit_const(s: &&T, o: &Observer, ddi: &str) {
+        o.handed_at(ddi, *s);
+    }
+}
+
+impl<T: CType<Kind = Opaque>> Pointee<T> for Opaque {
+    type Mut<'a> = *mut T;
+    type Const<'a> = *const T;
+    #[inline(always)]
+    fn raw_mut(s: *mut T) -> *mut T {
+        s
+    }
+    #[inline(always)]
+    fn raw_const(s: *const T) -> *const T {
+        s
+    }
+    fn audit_mut(_: &*mut T, _: &Observer, _: &str) {}
+    fn audit_const(_: &*const T, _: &Observer, _: &str) {}
+}
 
 /// One parameter of a DDI prototype and what a caller passes for it: a block pointer is a
 /// borrow of the block, a scalar (a handle, an index, a state) itself.
@@ -267,31 +251,37 @@ pub trait Param: sealed::Param + Copy {
     fn audit(s: &Self::Safe<'_>, o: &Observer, ddi: &str);
 }
 
-impl<T: Block> sealed::Param for *mut T {}
-impl<T: Block> Param for *mut T {
-    type Safe<'a> = &'a mut T;
+impl<T: CType> sealed::Param for *mut T where T::Kind: Pointee<T> {}
+impl<T: CType> Param for *mut T
+where
+    T::Kind: Pointee<T>,
+{
+    type Safe<'a> = <T::Kind as Pointee<T>>::Mut<'a>;
     #[inline(always)]
-    fn raw(s: &mut T) -> Self {
-        s
+    fn raw(s: Self::Safe<'_>) -> Self {
+        <T::Kind as Pointee<T>>::raw_mut(s)
     }
-    fn audit(s: &&mut T, o: &Observer, ddi: &str) {
-        o.handed_at(ddi, &**s);
+    fn audit(s: &Self::Safe<'_>, o: &Observer, ddi: &str) {
+        <T::Kind as Pointee<T>>::audit_mut(s, o, ddi);
     }
 }
 
-impl<T: Block> sealed::Param for *const T {}
-impl<T: Block> Param for *const T {
-    type Safe<'a> = &'a T;
+impl<T: CType> sealed::Param for *const T where T::Kind: Pointee<T> {}
+impl<T: CType> Param for *const T
+where
+    T::Kind: Pointee<T>,
+{
+    type Safe<'a> = <T::Kind as Pointee<T>>::Const<'a>;
     #[inline(always)]
-    fn raw(s: &T) -> Self {
-        s
+    fn raw(s: Self::Safe<'_>) -> Self {
+        <T::Kind as Pointee<T>>::raw_const(s)
     }
-    fn audit(s: &&T, o: &Observer, ddi: &str) {
-        o.handed_at(ddi, *s);
+    fn audit(s: &Self::Safe<'_>, o: &Observer, ddi: &str) {
+        <T::Kind as Pointee<T>>::audit_const(s, o, ddi);
     }
 }
 
-/// Scalar parameters: handles (`HANDLE`, `PVOID`, both `*mut c_void`), indices, states.
+/// Scalar parameters: indices, states, sizes.
 macro_rules! scalar_param {
     ($($t:ty),*) => {$(
         impl sealed::Param for $t {}
@@ -306,15 +296,7 @@ macro_rules! scalar_param {
     )*};
 }
 
-scalar_param!(
-    *mut std::ffi::c_void,
-    *mut rvgpu_ddi::basic::DEVICE_OBJECT,
-    u8,
-    i32,
-    u32,
-    u64,
-    usize
-);
+scalar_param!(u8, i32, u32, u64, usize);
 
 /// A DDI prototype with a safe caller: `Args` is what a caller passes (one parameter as
 /// itself, several as a tuple).
@@ -818,6 +800,33 @@ mod tests {
     use super::*;
     use crate::adapter::slot::tests::Numbered;
     use rvgpu_ddi::ntstatus::*;
+
+    /// DDI-01: every DDI the catalog names, bound or still a placeholder, has a safe caller:
+    /// each pointer it takes is to a C type of the bindings (a block, or an opaque object) and
+    /// the rest are scalars, with no list of blocks to extend when a DDI is bound.
+    #[test]
+    fn ddi_01_every_catalogued_ddi_has_a_safe_caller() {
+        #[allow(unused_imports)]
+        use rvgpu_ddi::{feature::*, init::*, kmtest::*};
+        fn callable<P: SlotType>() -> usize
+        where
+            SlotFn<P>: Prototype,
+        {
+            1
+        }
+        macro_rules! callers {
+            (rows [ $( ddi!( $name:ident $(= $i:ident . $m:ident)? : $ty:ident )
+                $( . $f:ident $a:tt )* ),* $(,)? ]) => {
+                [ $( callers!(@one $ty) ),* ]
+            };
+            // A reserved slot: no prototype.
+            (@one PVOID) => { 0 };
+            (@one $ty:ident) => { callable::<$ty>() };
+        }
+        let with_caller: usize = rvgpu_ddi::catalog_rows!(callers!).iter().sum();
+        let rows = rvgpu_ddi::catalog::CATALOG.iter();
+        assert_eq!(with_caller, rows.filter(|d| d.ty != "PVOID").count());
+    }
 
     /// DDI-01: a DDI's failure reaches the OS's caller named by the routine of the slot it
     /// was read from, with the status kept; an error that wraps another chains to it through
