@@ -3,7 +3,7 @@
 //! (crate::drivercaps) are re-exported here, where their users look for them.
 
 use crate::basic::*;
-use crate::macros::{c_enum, c_type, extern_fn, opaque_types, union_debug};
+use crate::macros::{c_enum, c_type, extern_fn, opaque_types, unbound_fn, union_debug};
 
 pub use crate::adapterinfo::*;
 pub use crate::drivercaps::*;
@@ -441,3 +441,23 @@ opaque_types! {
 }
 /// `PVIDEO_REQUEST_PACKET`.
 pub type PVIDEO_REQUEST_PACKET = *mut VIDEO_REQUEST_PACKET;
+
+// Slots of `DRIVER_INITIALIZATION_DATA` whose signatures are not bound yet (`init` re-exports
+// them): binding one replaces its line with its argument block and prototype.
+unbound_fn!(PDXGKDDI_GET_CHILD_CONTAINER_ID, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_get_child_container_id");
+unbound_fn!(PDXGKDDI_CREATEPROTECTEDSESSION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createprotectedsession");
+unbound_fn!(PDXGKDDI_DESTROYPROTECTEDSESSION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprotectedsession");
+unbound_fn!(PDXGKDDI_SETVIRTUALMACHINEDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualmachinedata");
+unbound_fn!(PDXGKDDI_BEGINEXCLUSIVEACCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_beginexclusiveaccess");
+unbound_fn!(PDXGKDDI_ENDEXCLUSIVEACCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_endexclusiveaccess");
+unbound_fn!(PDXGKDDI_SAVEMEMORYFORHOTUPDATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_savememoryforhotupdate");
+unbound_fn!(PDXGKDDI_RESTOREMEMORYFORHOTUPDATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restorememoryforhotupdate");
+unbound_fn!(PDXGKDDI_PREPARELIVEMIGRATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_preparelivemigration");
+unbound_fn!(PDXGKDDI_SAVEIMMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_saveimmutablemigrationdata");
+unbound_fn!(PDXGKDDI_SAVEMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_savemutablemigrationdata");
+unbound_fn!(PDXGKDDI_ENDLIVEMIGRATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_endlivemigration");
+unbound_fn!(PDXGKDDI_RESTOREIMMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restoreimmutablemigrationdata");
+unbound_fn!(PDXGKDDI_RESTOREMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restoremutablemigrationdata");
+unbound_fn!(PDXGKDDI_WRITEVIRTUALIZEDINTERRUPT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_writevirtualizedinterrupt");
+unbound_fn!(PDXGKDDI_SETVIRTUALGPURESOURCES2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualgpuresources2");
+unbound_fn!(PDXGKDDI_SETVIRTUALFUNCTIONPAUSESTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualfunctionpausestate");

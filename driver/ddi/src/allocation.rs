@@ -20,7 +20,8 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::macros::{
-    bitfield, c_enum, c_type, flag_word, layout, opaque_types, union_debug, zeroed_default,
+    bitfield, c_enum, c_type, flag_word, layout, opaque_types, unbound_fn, union_debug,
+    zeroed_default,
 };
 
 pub use crate::process::*;
@@ -828,6 +829,13 @@ zeroed_default!(
     DXGKARG_OPENALLOCATION,
     DXGKARG_CLOSEALLOCATION,
 );
+
+// Slots of `DRIVER_INITIALIZATION_DATA` whose signatures are not bound yet (`init` re-exports
+// them): binding one replaces its line with its argument block and prototype.
+unbound_fn!(PDXGKDDI_ACQUIRESWIZZLINGRANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_acquireswizzlingrange");
+unbound_fn!(PDXGKDDI_RELEASESWIZZLINGRANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_releaseswizzlingrange");
+unbound_fn!(PDXGKDDI_VALIDATEUPDATEALLOCATIONPROPERTY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_validateupdateallocationproperty");
+unbound_fn!(PDXGKDDI_SETALLOCATIONBACKINGSTORE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setallocationbackingstore");
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,7 @@ use core::ffi::c_void;
 use crate::basic::*;
 use crate::macros::{
     c_enum, c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags,
-    zeroed_default,
+    unbound_fn, zeroed_default,
 };
 
 c_type! {
@@ -580,6 +580,12 @@ extern_fn! {
         pUpdateNativeFenceLog: *const DXGKARG_UPDATENATIVEFENCELOGS,
     ) -> NTSTATUS;
 }
+
+// Slots of `DRIVER_INITIALIZATION_DATA` whose signatures are not bound yet (`init` re-exports
+// them): binding one replaces its line with its argument block and prototype.
+unbound_fn!(PDXGKDDI_SIGNALMONITOREDFENCE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_signalmonitoredfence");
+unbound_fn!(PDXGKDDI_CREATECPUEVENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createcpuevent");
+unbound_fn!(PDXGKDDI_DESTROYCPUEVENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroycpuevent");
 
 #[cfg(test)]
 mod tests {

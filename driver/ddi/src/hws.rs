@@ -35,7 +35,7 @@ use core::ffi::c_void;
 use crate::basic::*;
 use crate::macros::{
     c_enum, c_type, extern_fn, flag_word, index_word_union, log_buffer_sizes, reserved_flags,
-    union_debug, zeroed_default,
+    unbound_fn, union_debug, zeroed_default,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -557,6 +557,10 @@ zeroed_default!(
     DXGKARG_SETSCHEDULINGLOGBUFFER,
     DXGKARG_SETCONTEXTSCHEDULINGPROPERTIES,
 );
+
+// Slots of `DRIVER_INITIALIZATION_DATA` whose signatures are not bound yet (`init` re-exports
+// them): binding one replaces its line with its argument block and prototype.
+unbound_fn!(PDXGKDDI_NOTIFYCONTEXTPRIORITYCHANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifycontextprioritychange");
 
 #[cfg(test)]
 mod tests {

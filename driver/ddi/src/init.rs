@@ -8,46 +8,97 @@
 //! bytes, `DxgkDdiResetDisplayEngine` at 0x600) and against the Microsoft dispmprt.h of the
 //! WDDM 2.3 era for the first 129 slots.
 //!
-//! Slots whose signatures are not bound yet use [`PFN_UNBOUND`] through a type alias with the
-//! header's name; such aliases say "signature not yet bound" in their documentation.
+//! A slot's prototype lives in its concept's module (present, submission, ...), re-exported
+//! here; a slot whose signature is not bound yet has there a placeholder with the header's name
+//! ([`PFN_UNBOUND`] through `unbound_fn!`), so binding it edits that module alone.
 
 use crate::adapter::*;
+pub use crate::adapter::{
+    PDXGKDDI_BEGINEXCLUSIVEACCESS, PDXGKDDI_CREATEPROTECTEDSESSION,
+    PDXGKDDI_DESTROYPROTECTEDSESSION, PDXGKDDI_ENDEXCLUSIVEACCESS, PDXGKDDI_ENDLIVEMIGRATION,
+    PDXGKDDI_GET_CHILD_CONTAINER_ID, PDXGKDDI_NOTIFY_SURPRISE_REMOVAL,
+    PDXGKDDI_PREPARELIVEMIGRATION, PDXGKDDI_RESTOREIMMUTABLEMIGRATIONDATA,
+    PDXGKDDI_RESTOREMEMORYFORHOTUPDATE, PDXGKDDI_RESTOREMUTABLEMIGRATIONDATA,
+    PDXGKDDI_SAVEIMMUTABLEMIGRATIONDATA, PDXGKDDI_SAVEMEMORYFORHOTUPDATE,
+    PDXGKDDI_SAVEMUTABLEMIGRATIONDATA, PDXGKDDI_SETVIRTUALFUNCTIONPAUSESTATE,
+    PDXGKDDI_SETVIRTUALGPURESOURCES2, PDXGKDDI_SETVIRTUALMACHINEDATA,
+    PDXGKDDI_WRITEVIRTUALIZEDINTERRUPT,
+};
 pub use crate::allocation::{
-    PDXGKDDI_CLOSEALLOCATION, PDXGKDDI_CREATEALLOCATION, PDXGKDDI_CREATEPROCESS,
-    PDXGKDDI_DESCRIBEALLOCATION, PDXGKDDI_DESTROYALLOCATION, PDXGKDDI_DESTROYPROCESS,
-    PDXGKDDI_GETROOTPAGETABLESIZE, PDXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA,
-    PDXGKDDI_OPENALLOCATIONINFO, PDXGKDDI_SETROOTPAGETABLE,
+    PDXGKDDI_ACQUIRESWIZZLINGRANGE, PDXGKDDI_CLOSEALLOCATION, PDXGKDDI_CREATEALLOCATION,
+    PDXGKDDI_CREATEPROCESS, PDXGKDDI_DESCRIBEALLOCATION, PDXGKDDI_DESTROYALLOCATION,
+    PDXGKDDI_DESTROYPROCESS, PDXGKDDI_GETROOTPAGETABLESIZE,
+    PDXGKDDI_GETSTANDARDALLOCATIONDRIVERDATA, PDXGKDDI_OPENALLOCATIONINFO,
+    PDXGKDDI_RELEASESWIZZLINGRANGE, PDXGKDDI_SETALLOCATIONBACKINGSTORE, PDXGKDDI_SETROOTPAGETABLE,
+    PDXGKDDI_VALIDATEUPDATEALLOCATIONPROPERTY,
 };
 use crate::basic::*;
 use crate::dxgkrnl::DXGKRNL_INTERFACE;
 pub use crate::fence::{
-    PDXGKDDI_CLOSENATIVEFENCE, PDXGKDDI_CREATENATIVEFENCE, PDXGKDDI_DESTROYNATIVEFENCE,
-    PDXGKDDI_OPENNATIVEFENCE, PDXGKDDI_SETNATIVEFENCELOGBUFFER,
+    PDXGKDDI_CLOSENATIVEFENCE, PDXGKDDI_CREATECPUEVENT, PDXGKDDI_CREATENATIVEFENCE,
+    PDXGKDDI_DESTROYCPUEVENT, PDXGKDDI_DESTROYNATIVEFENCE, PDXGKDDI_OPENNATIVEFENCE,
+    PDXGKDDI_SETNATIVEFENCELOGBUFFER, PDXGKDDI_SIGNALMONITOREDFENCE,
     PDXGKDDI_UPDATECURRENTVALUESFROMCPU, PDXGKDDI_UPDATEMONITOREDVALUES,
     PDXGKDDI_UPDATENATIVEFENCELOGS,
 };
 pub use crate::hws::{
-    PDXGKDDI_CREATEHWCONTEXT, PDXGKDDI_DESTROYHWCONTEXT, PDXGKDDI_NOTIFYFOCUSPRESENT,
-    PDXGKDDI_RESETHWENGINE, PDXGKDDI_RESUMEHWENGINE, PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES,
-    PDXGKDDI_SETSCHEDULINGLOGBUFFER, PDXGKDDI_SETUPPRIORITYBANDS, PDXGKDDI_SWITCHTOHWCONTEXTLIST,
-    PDXGKDDI_UPDATEHWCONTEXTSTATE,
+    PDXGKDDI_CREATEHWCONTEXT, PDXGKDDI_DESTROYHWCONTEXT, PDXGKDDI_NOTIFYCONTEXTPRIORITYCHANGE,
+    PDXGKDDI_NOTIFYFOCUSPRESENT, PDXGKDDI_RESETHWENGINE, PDXGKDDI_RESUMEHWENGINE,
+    PDXGKDDI_SETCONTEXTSCHEDULINGPROPERTIES, PDXGKDDI_SETSCHEDULINGLOGBUFFER,
+    PDXGKDDI_SETUPPRIORITYBANDS, PDXGKDDI_SWITCHTOHWCONTEXTLIST, PDXGKDDI_UPDATEHWCONTEXTSTATE,
 };
 pub use crate::kmtest::PDXGKDDI_ESCAPE;
-use crate::macros::{ddi_table, extern_fn, layout, unbound_fn};
-pub use crate::present::{PDXGKDDI_CONTROLINTERRUPT, PDXGKDDI_PRESENT};
+use crate::macros::{ddi_table, extern_fn, layout};
+pub use crate::memory::{
+    PDXGKDDI_CREATEMEMORYBASIS, PDXGKDDI_DESTROYMEMORYBASIS, PDXGKDDI_MAPCPUHOSTAPERTURE,
+    PDXGKDDI_QUERYDIRTYBITDATA, PDXGKDDI_SETVIDEOPROTECTEDREGION, PDXGKDDI_STARTDIRTYTRACKING,
+    PDXGKDDI_STOPDIRTYTRACKING, PDXGKDDI_UNMAPCPUHOSTAPERTURE,
+};
+pub use crate::power::{
+    PDXGKDDIPOWERRUNTIMECONTROLREQUEST, PDXGKDDISETPOWERPSTATE,
+    PDXGKDDI_POWERRUNTIMESETDEVICEHANDLE, PDXGKDDI_SETTRACKEDWORKLOADPOWERLEVEL,
+};
+pub use crate::present::{
+    PDXGKDDI_CANCELFLIPS, PDXGKDDI_CANCELQUEUEDFLIPS, PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT,
+    PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT2, PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT3,
+    PDXGKDDI_COMMITVIDPN, PDXGKDDI_CONTROLINTERRUPT, PDXGKDDI_CONTROLINTERRUPT2,
+    PDXGKDDI_CONTROLINTERRUPT3, PDXGKDDI_CONTROLMODEBEHAVIOR, PDXGKDDI_CREATEOVERLAY,
+    PDXGKDDI_CREATEPERIODICFRAMENOTIFICATION, PDXGKDDI_DESTROYOVERLAY,
+    PDXGKDDI_DESTROYPERIODICFRAMENOTIFICATION, PDXGKDDI_DISPLAYDETECTCONTROL,
+    PDXGKDDI_ENUMVIDPNCOFUNCMODALITY, PDXGKDDI_EXCHANGEPRESTARTINFO, PDXGKDDI_FLIPOVERLAY,
+    PDXGKDDI_GETMULTIPLANEOVERLAYCAPS, PDXGKDDI_GETPOSTCOMPOSITIONCAPS, PDXGKDDI_GETSCANLINE,
+    PDXGKDDI_ISSUPPORTEDVIDPN, PDXGKDDI_POSTMULTIPLANEOVERLAYPRESENT, PDXGKDDI_PRESENT,
+    PDXGKDDI_PRESENTTOHWQUEUE, PDXGKDDI_QUERYCONNECTIONCHANGE, PDXGKDDI_QUERYVIDPNHWCAPABILITY,
+    PDXGKDDI_RECOMMENDFUNCTIONALVIDPN, PDXGKDDI_RECOMMENDMONITORMODES,
+    PDXGKDDI_RECOMMENDVIDPNTOPOLOGY, PDXGKDDI_RESETDISPLAYENGINE,
+    PDXGKDDI_SETDISPLAYPRIVATEDRIVERFORMAT, PDXGKDDI_SETFLIPQUEUELOGBUFFER,
+    PDXGKDDI_SETINTERRUPTTARGETPRESENTID, PDXGKDDI_SETPALETTE, PDXGKDDI_SETPOINTERPOSITION,
+    PDXGKDDI_SETPOINTERSHAPE, PDXGKDDI_SETTARGETADJUSTEDCOLORIMETRY,
+    PDXGKDDI_SETTARGETADJUSTEDCOLORIMETRY2, PDXGKDDI_SETTARGETANALOGCOPYPROTECTION,
+    PDXGKDDI_SETTARGETCONTENTTYPE, PDXGKDDI_SETTARGETGAMMA, PDXGKDDI_SETTIMINGSFROMVIDPN,
+    PDXGKDDI_SETVIDPNSOURCEADDRESS, PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY,
+    PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY2,
+    PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY3, PDXGKDDI_SETVIDPNSOURCEVISIBILITY,
+    PDXGKDDI_STOPCAPTURE, PDXGKDDI_STOP_DEVICE_AND_RELEASE_POST_DISPLAY_OWNERSHIP,
+    PDXGKDDI_SYSTEM_DISPLAY_ENABLE, PDXGKDDI_SYSTEM_DISPLAY_WRITE,
+    PDXGKDDI_UPDATEACTIVEVIDPNPRESENTPATH, PDXGKDDI_UPDATEFLIPQUEUELOG,
+    PDXGKDDI_UPDATEMONITORLINKINFO, PDXGKDDI_UPDATEOVERLAY,
+};
 pub use crate::submission::{
     PDXGKDDISETPOWERCOMPONENTFSTATE, PDXGKDDI_CONNECTDOORBELL, PDXGKDDI_CREATECONTEXT,
     PDXGKDDI_CREATEDEVICE, PDXGKDDI_CREATEDOORBELL, PDXGKDDI_CREATEHWQUEUE,
     PDXGKDDI_DESTROYCONTEXT, PDXGKDDI_DESTROYDEVICE, PDXGKDDI_DESTROYDOORBELL,
-    PDXGKDDI_DESTROYHWQUEUE, PDXGKDDI_DISCONNECTDOORBELL, PDXGKDDI_GETNODEMETADATA,
-    PDXGKDDI_NOTIFYWORKSUBMISSION, PDXGKDDI_RESUMECONTEXT, PDXGKDDI_SUBMITCOMMANDTOHWQUEUE,
-    PDXGKDDI_SUSPENDCONTEXT,
+    PDXGKDDI_DESTROYHWQUEUE, PDXGKDDI_DISCONNECTDOORBELL, PDXGKDDI_FORMATHISTORYBUFFER,
+    PDXGKDDI_GETNODEMETADATA, PDXGKDDI_NOTIFYWORKSUBMISSION, PDXGKDDI_PATCH, PDXGKDDI_RENDER,
+    PDXGKDDI_RENDERGDI, PDXGKDDI_RENDERKM, PDXGKDDI_RESUMECONTEXT, PDXGKDDI_SUBMITCOMMANDTOHWQUEUE,
+    PDXGKDDI_SUSPENDCONTEXT, PDXGKDDI_VALIDATESUBMITCOMMAND,
 };
 pub use crate::tdr::{
-    PDXGKDDI_BUILDPAGINGBUFFER, PDXGKDDI_COLLECTDBGINFO, PDXGKDDI_COLLECTDBGINFO2,
+    PDXGKDDI_BUILDPAGINGBUFFER, PDXGKDDI_CANCELCOMMAND, PDXGKDDI_COLLECTDBGINFO,
+    PDXGKDDI_COLLECTDBGINFO2, PDXGKDDI_COLLECTDIAGNOSTICINFO, PDXGKDDI_CONTROLDIAGNOSTICREPORTING,
     PDXGKDDI_PREEMPTCOMMAND, PDXGKDDI_QUERYCURRENTFENCE, PDXGKDDI_QUERYDEPENDENTENGINEGROUP,
-    PDXGKDDI_QUERYENGINESTATUS, PDXGKDDI_RESETENGINE, PDXGKDDI_SUBMITCOMMAND,
-    PDXGKDDI_SUBMITCOMMANDVIRTUAL,
+    PDXGKDDI_QUERYDIAGNOSTICTYPESSUPPORT, PDXGKDDI_QUERYENGINESTATUS, PDXGKDDI_RESETENGINE,
+    PDXGKDDI_SUBMITCOMMAND, PDXGKDDI_SUBMITCOMMANDVIRTUAL,
 };
 
 /// Vista.
@@ -852,109 +903,6 @@ layout!(
     DxgkDdiNotifyContextPriorityChange = 1528,
     DxgkDdiResetDisplayEngine = 1536,
 );
-
-unbound_fn!(PDXGKDDI_ACQUIRESWIZZLINGRANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_acquireswizzlingrange");
-unbound_fn!(PDXGKDDI_RELEASESWIZZLINGRANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_releaseswizzlingrange");
-unbound_fn!(PDXGKDDI_PATCH, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_patch");
-unbound_fn!(PDXGKDDI_SETPALETTE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpalette");
-unbound_fn!(PDXGKDDI_SETPOINTERPOSITION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpointerposition");
-unbound_fn!(PDXGKDDI_SETPOINTERSHAPE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpointershape");
-unbound_fn!(PDXGKDDI_ISSUPPORTEDVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_issupportedvidpn");
-unbound_fn!(PDXGKDDI_RECOMMENDFUNCTIONALVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_recommendfunctionalvidpn");
-unbound_fn!(PDXGKDDI_ENUMVIDPNCOFUNCMODALITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_enumvidpncofuncmodality");
-unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddress");
-unbound_fn!(PDXGKDDI_SETVIDPNSOURCEVISIBILITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourcevisibility");
-unbound_fn!(PDXGKDDI_COMMITVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_commitvidpn");
-unbound_fn!(PDXGKDDI_UPDATEACTIVEVIDPNPRESENTPATH, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updateactivevidpnpresentpath");
-unbound_fn!(PDXGKDDI_RECOMMENDMONITORMODES, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_recommendmonitormodes");
-unbound_fn!(PDXGKDDI_RECOMMENDVIDPNTOPOLOGY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_recommendvidpntopology");
-unbound_fn!(PDXGKDDI_GETSCANLINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getscanline");
-unbound_fn!(PDXGKDDI_STOPCAPTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_stopcapture");
-unbound_fn!(PDXGKDDI_CREATEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createoverlay");
-unbound_fn!(PDXGKDDI_RENDER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_render");
-unbound_fn!(PDXGKDDI_UPDATEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updateoverlay");
-unbound_fn!(PDXGKDDI_FLIPOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_flipoverlay");
-unbound_fn!(PDXGKDDI_DESTROYOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyoverlay");
-unbound_fn!(PDXGKDDI_SETDISPLAYPRIVATEDRIVERFORMAT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setdisplayprivatedriverformat");
-unbound_fn!(PDXGKDDI_RENDERKM, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_renderkm");
-unbound_fn!(PDXGKDDI_QUERYVIDPNHWCAPABILITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryvidpnhwcapability");
-unbound_fn!(PDXGKDDI_STOP_DEVICE_AND_RELEASE_POST_DISPLAY_OWNERSHIP, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_stop_device_and_release_post_display_ownership");
-unbound_fn!(PDXGKDDI_SYSTEM_DISPLAY_ENABLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_system_display_enable");
-unbound_fn!(PDXGKDDI_SYSTEM_DISPLAY_WRITE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_system_display_write");
-unbound_fn!(PDXGKDDI_CANCELCOMMAND, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_cancelcommand");
-unbound_fn!(PDXGKDDI_GET_CHILD_CONTAINER_ID, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_get_child_container_id");
-pub use crate::power::PDXGKDDIPOWERRUNTIMECONTROLREQUEST;
-unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay");
-pub use crate::adapter::PDXGKDDI_NOTIFY_SURPRISE_REMOVAL;
-unbound_fn!(PDXGKDDISETPOWERPSTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data");
-unbound_fn!(PDXGKDDI_CONTROLINTERRUPT2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt2");
-unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport");
-unbound_fn!(PDXGKDDI_FORMATHISTORYBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_formathistorybuffer");
-unbound_fn!(PDXGKDDI_RENDERGDI, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_rendergdi");
-unbound_fn!(PDXGKDDI_MAPCPUHOSTAPERTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_mapcpuhostaperture");
-unbound_fn!(PDXGKDDI_UNMAPCPUHOSTAPERTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_unmapcpuhostaperture");
-unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport2");
-unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay2");
-unbound_fn!(PDXGKDDI_POWERRUNTIMESETDEVICEHANDLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_powerruntimesetdevicehandle");
-unbound_fn!(PDXGKDDI_SETVIDEOPROTECTEDREGION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvideoprotectedregion");
-unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT3, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport3");
-unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY3, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay3");
-unbound_fn!(PDXGKDDI_POSTMULTIPLANEOVERLAYPRESENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_postmultiplaneoverlaypresent");
-unbound_fn!(PDXGKDDI_VALIDATEUPDATEALLOCATIONPROPERTY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_validateupdateallocationproperty");
-unbound_fn!(PDXGKDDI_CONTROLMODEBEHAVIOR, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlmodebehavior");
-unbound_fn!(PDXGKDDI_UPDATEMONITORLINKINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitorlinkinfo");
-unbound_fn!(PDXGKDDI_CREATEPERIODICFRAMENOTIFICATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createperiodicframenotification");
-unbound_fn!(PDXGKDDI_DESTROYPERIODICFRAMENOTIFICATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyperiodicframenotification");
-unbound_fn!(PDXGKDDI_SETTIMINGSFROMVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settimingsfromvidpn");
-unbound_fn!(PDXGKDDI_SETTARGETGAMMA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settargetgamma");
-unbound_fn!(PDXGKDDI_SETTARGETCONTENTTYPE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settargetcontenttype");
-unbound_fn!(PDXGKDDI_SETTARGETANALOGCOPYPROTECTION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settargetanalogcopyprotection");
-unbound_fn!(PDXGKDDI_SETTARGETADJUSTEDCOLORIMETRY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_settargetadjustedcolorimetry");
-unbound_fn!(PDXGKDDI_DISPLAYDETECTCONTROL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_displaydetectcontrol");
-unbound_fn!(PDXGKDDI_QUERYCONNECTIONCHANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryconnectionchange");
-unbound_fn!(PDXGKDDI_EXCHANGEPRESTARTINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_exchangeprestartinfo");
-unbound_fn!(PDXGKDDI_GETMULTIPLANEOVERLAYCAPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getmultiplaneoverlaycaps");
-unbound_fn!(PDXGKDDI_GETPOSTCOMPOSITIONCAPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getpostcompositioncaps");
-unbound_fn!(PDXGKDDI_CREATEPROTECTEDSESSION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createprotectedsession");
-unbound_fn!(PDXGKDDI_DESTROYPROTECTEDSESSION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyprotectedsession");
-unbound_fn!(PDXGKDDI_SETVIRTUALMACHINEDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualmachinedata");
-unbound_fn!(PDXGKDDI_BEGINEXCLUSIVEACCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_beginexclusiveaccess");
-unbound_fn!(PDXGKDDI_ENDEXCLUSIVEACCESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_endexclusiveaccess");
-unbound_fn!(PDXGKDDI_QUERYDIAGNOSTICTYPESSUPPORT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_querydiagnostictypessupport");
-unbound_fn!(PDXGKDDI_CONTROLDIAGNOSTICREPORTING, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_controldiagnosticreporting");
-unbound_fn!(PDXGKDDI_SIGNALMONITOREDFENCE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_signalmonitoredfence");
-unbound_fn!(PDXGKDDI_PRESENTTOHWQUEUE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_presenttohwqueue");
-unbound_fn!(PDXGKDDI_VALIDATESUBMITCOMMAND, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_validatesubmitcommand");
-unbound_fn!(PDXGKDDI_SETTARGETADJUSTEDCOLORIMETRY2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_settargetadjustedcolorimetry2");
-unbound_fn!(PDXGKDDI_SETTRACKEDWORKLOADPOWERLEVEL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settrackedworkloadpowerlevel");
-unbound_fn!(PDXGKDDI_SAVEMEMORYFORHOTUPDATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_savememoryforhotupdate");
-unbound_fn!(PDXGKDDI_RESTOREMEMORYFORHOTUPDATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restorememoryforhotupdate");
-unbound_fn!(PDXGKDDI_COLLECTDIAGNOSTICINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_collectdiagnosticinfo");
-unbound_fn!(PDXGKDDI_CONTROLINTERRUPT3, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt3");
-unbound_fn!(PDXGKDDI_SETFLIPQUEUELOGBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setflipqueuelogbuffer");
-unbound_fn!(PDXGKDDI_UPDATEFLIPQUEUELOG, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updateflipqueuelog");
-unbound_fn!(PDXGKDDI_CANCELQUEUEDFLIPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_cancelqueuedflips");
-unbound_fn!(PDXGKDDI_SETINTERRUPTTARGETPRESENTID, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setinterrupttargetpresentid");
-unbound_fn!(PDXGKDDI_SETALLOCATIONBACKINGSTORE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setallocationbackingstore");
-unbound_fn!(PDXGKDDI_CREATECPUEVENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createcpuevent");
-unbound_fn!(PDXGKDDI_DESTROYCPUEVENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroycpuevent");
-unbound_fn!(PDXGKDDI_CANCELFLIPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_cancelflips");
-unbound_fn!(PDXGKDDI_CREATEMEMORYBASIS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_creatememorybasis");
-unbound_fn!(PDXGKDDI_DESTROYMEMORYBASIS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroymemorybasis");
-unbound_fn!(PDXGKDDI_STARTDIRTYTRACKING, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_startdirtytracking");
-unbound_fn!(PDXGKDDI_STOPDIRTYTRACKING, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_stopdirtytracking");
-unbound_fn!(PDXGKDDI_QUERYDIRTYBITDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querydirtybitdata");
-unbound_fn!(PDXGKDDI_PREPARELIVEMIGRATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_preparelivemigration");
-unbound_fn!(PDXGKDDI_SAVEIMMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_saveimmutablemigrationdata");
-unbound_fn!(PDXGKDDI_SAVEMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_savemutablemigrationdata");
-unbound_fn!(PDXGKDDI_ENDLIVEMIGRATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_endlivemigration");
-unbound_fn!(PDXGKDDI_RESTOREIMMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restoreimmutablemigrationdata");
-unbound_fn!(PDXGKDDI_RESTOREMUTABLEMIGRATIONDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_restoremutablemigrationdata");
-unbound_fn!(PDXGKDDI_WRITEVIRTUALIZEDINTERRUPT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_writevirtualizedinterrupt");
-unbound_fn!(PDXGKDDI_SETVIRTUALGPURESOURCES2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualgpuresources2");
-unbound_fn!(PDXGKDDI_SETVIRTUALFUNCTIONPAUSESTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvirtualfunctionpausestate");
-unbound_fn!(PDXGKDDI_NOTIFYCONTEXTPRIORITYCHANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_notifycontextprioritychange");
-unbound_fn!(PDXGKDDI_RESETDISPLAYENGINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetdisplayengine");
 
 #[cfg(test)]
 #[path = "init_tests.rs"]

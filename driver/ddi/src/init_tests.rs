@@ -48,3 +48,12 @@ fn version_selectors() {
     assert_eq!(DXGKDDI_INTERFACE_VERSION, DXGKDDI_INTERFACE_VERSION_WDDM3_2);
     const { assert!(DXGKDDI_INTERFACE_VERSION_WDDM3_1 < DXGKDDI_INTERFACE_VERSION_WDDM3_2) };
 }
+
+/// DDI-01: a slot not bound yet has its placeholder in its concept's module, never here, so
+/// binding it (the placeholder replaced by its argument block and prototype) edits one file;
+/// this module only re-exports the slot types.
+#[test]
+fn ddi_01_slot_placeholders_live_in_their_concepts_module() {
+    let here = include_str!("init.rs");
+    assert!(!here.contains(concat!("unbound_fn", "!(")), "a placeholder in init.rs");
+}

@@ -6,7 +6,7 @@
 //! these.
 
 use crate::basic::*;
-use crate::macros::{bitfield, c_enum, c_type, flag_word, layout, union_debug};
+use crate::macros::{bitfield, c_enum, c_type, flag_word, layout, unbound_fn, union_debug};
 
 flag_word! {
     /// `DXGK_SEGMENTFLAGS`: properties of one memory segment.
@@ -918,6 +918,17 @@ crate::macros::zeroed_default!(
     DXGK_BUILDPAGINGBUFFER_NOTIFYRESIDENCY,
     DXGK_BUILDPAGINGBUFFER_UPDATECONTEXTALLOCATION,
 );
+
+// Slots of `DRIVER_INITIALIZATION_DATA` whose signatures are not bound yet (`init` re-exports
+// them): binding one replaces its line with its argument block and prototype.
+unbound_fn!(PDXGKDDI_MAPCPUHOSTAPERTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_mapcpuhostaperture");
+unbound_fn!(PDXGKDDI_UNMAPCPUHOSTAPERTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_unmapcpuhostaperture");
+unbound_fn!(PDXGKDDI_SETVIDEOPROTECTEDREGION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvideoprotectedregion");
+unbound_fn!(PDXGKDDI_CREATEMEMORYBASIS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_creatememorybasis");
+unbound_fn!(PDXGKDDI_DESTROYMEMORYBASIS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroymemorybasis");
+unbound_fn!(PDXGKDDI_STARTDIRTYTRACKING, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_startdirtytracking");
+unbound_fn!(PDXGKDDI_STOPDIRTYTRACKING, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_stopdirtytracking");
+unbound_fn!(PDXGKDDI_QUERYDIRTYBITDATA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_querydirtybitdata");
 
 #[cfg(test)]
 mod tests {

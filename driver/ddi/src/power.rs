@@ -11,7 +11,7 @@
 
 use crate::basic::{GUID, HANDLE, NTSTATUS, PVOID, SIZE_T, UINT};
 use crate::macros::{
-    bitfield, c_enum, c_type, extern_fn, flag_word, layout, union_debug, zeroed_default,
+    bitfield, c_enum, c_type, extern_fn, flag_word, layout, unbound_fn, union_debug, zeroed_default,
 };
 
 /// `DXGK_FSTATE_UNKNOWN_POWER`: an unknown `NominalPower`.
@@ -337,3 +337,9 @@ pub const GUID_DXGKDDI_POWER_MANAGEMENT_STOPPED: GUID = GUID {
     Data3: 0x4dd4,
     Data4: [0xa0, 0xfc, 0xd9, 0x76, 0xe4, 0x28, 0xf7, 0x38],
 };
+
+// Slots of `DRIVER_INITIALIZATION_DATA` whose signatures are not bound yet (`init` re-exports
+// them): binding one replaces its line with its argument block and prototype.
+unbound_fn!(PDXGKDDISETPOWERPSTATE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_driver_initialization_data");
+unbound_fn!(PDXGKDDI_POWERRUNTIMESETDEVICEHANDLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_powerruntimesetdevicehandle");
+unbound_fn!(PDXGKDDI_SETTRACKEDWORKLOADPOWERLEVEL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settrackedworkloadpowerlevel");

@@ -1,6 +1,7 @@
 //! The render core's presentation and interrupt-control slots, which Dxgkrnl requires of every
 //! render core although rvgpu is render-only (docs/windows-bringup.md BR-47):
-//! `DxgkDdiPresent` with `DXGKARG_PRESENT`, and `DxgkDdiControlInterrupt`.
+//! `DxgkDdiPresent` with `DXGKARG_PRESENT`, and `DxgkDdiControlInterrupt`; and the display
+//! slots not bound yet.
 //!
 //! Layouts are the 10.0.22621 d3dkmddi.h declarations at `DXGKDDI_INTERFACE_VERSION_WDDM3_2`
 //! (the `#if` branches for WIN7, WIN8, WDDM1_3 and WDDM2_0 taken), checked by the build's
@@ -10,7 +11,9 @@ use core::ffi::c_void;
 
 use crate::basic::*;
 use crate::interrupt::DXGK_INTERRUPT_TYPE;
-use crate::macros::{bitfield, c_type, extern_fn, flag_word, layout, union_debug, zeroed_default};
+use crate::macros::{
+    bitfield, c_type, extern_fn, flag_word, layout, unbound_fn, union_debug, zeroed_default,
+};
 use crate::tdr::D3DDDI_FLIPINTERVAL_TYPE;
 
 c_type! {
@@ -244,3 +247,60 @@ extern_fn! {
         EnableInterrupt: BOOLEAN,
     ) -> NTSTATUS;
 }
+
+// Slots of `DRIVER_INITIALIZATION_DATA` whose signatures are not bound yet (`init` re-exports
+// them): binding one replaces its line with its argument block and prototype.
+unbound_fn!(PDXGKDDI_SETPALETTE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpalette");
+unbound_fn!(PDXGKDDI_SETPOINTERPOSITION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpointerposition");
+unbound_fn!(PDXGKDDI_SETPOINTERSHAPE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setpointershape");
+unbound_fn!(PDXGKDDI_ISSUPPORTEDVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_issupportedvidpn");
+unbound_fn!(PDXGKDDI_RECOMMENDFUNCTIONALVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_recommendfunctionalvidpn");
+unbound_fn!(PDXGKDDI_ENUMVIDPNCOFUNCMODALITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_enumvidpncofuncmodality");
+unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddress");
+unbound_fn!(PDXGKDDI_SETVIDPNSOURCEVISIBILITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourcevisibility");
+unbound_fn!(PDXGKDDI_COMMITVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_commitvidpn");
+unbound_fn!(PDXGKDDI_UPDATEACTIVEVIDPNPRESENTPATH, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updateactivevidpnpresentpath");
+unbound_fn!(PDXGKDDI_RECOMMENDMONITORMODES, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_recommendmonitormodes");
+unbound_fn!(PDXGKDDI_RECOMMENDVIDPNTOPOLOGY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_recommendvidpntopology");
+unbound_fn!(PDXGKDDI_GETSCANLINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getscanline");
+unbound_fn!(PDXGKDDI_STOPCAPTURE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_stopcapture");
+unbound_fn!(PDXGKDDI_CREATEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createoverlay");
+unbound_fn!(PDXGKDDI_UPDATEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updateoverlay");
+unbound_fn!(PDXGKDDI_FLIPOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_flipoverlay");
+unbound_fn!(PDXGKDDI_DESTROYOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyoverlay");
+unbound_fn!(PDXGKDDI_SETDISPLAYPRIVATEDRIVERFORMAT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setdisplayprivatedriverformat");
+unbound_fn!(PDXGKDDI_QUERYVIDPNHWCAPABILITY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryvidpnhwcapability");
+unbound_fn!(PDXGKDDI_STOP_DEVICE_AND_RELEASE_POST_DISPLAY_OWNERSHIP, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_stop_device_and_release_post_display_ownership");
+unbound_fn!(PDXGKDDI_SYSTEM_DISPLAY_ENABLE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_system_display_enable");
+unbound_fn!(PDXGKDDI_SYSTEM_DISPLAY_WRITE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_system_display_write");
+unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay");
+unbound_fn!(PDXGKDDI_CONTROLINTERRUPT2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt2");
+unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport");
+unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport2");
+unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay2");
+unbound_fn!(PDXGKDDI_CHECKMULTIPLANEOVERLAYSUPPORT3, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_checkmultiplaneoverlaysupport3");
+unbound_fn!(PDXGKDDI_SETVIDPNSOURCEADDRESSWITHMULTIPLANEOVERLAY3, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setvidpnsourceaddresswithmultiplaneoverlay3");
+unbound_fn!(PDXGKDDI_POSTMULTIPLANEOVERLAYPRESENT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_postmultiplaneoverlaypresent");
+unbound_fn!(PDXGKDDI_CONTROLMODEBEHAVIOR, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlmodebehavior");
+unbound_fn!(PDXGKDDI_UPDATEMONITORLINKINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updatemonitorlinkinfo");
+unbound_fn!(PDXGKDDI_CREATEPERIODICFRAMENOTIFICATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_createperiodicframenotification");
+unbound_fn!(PDXGKDDI_DESTROYPERIODICFRAMENOTIFICATION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_destroyperiodicframenotification");
+unbound_fn!(PDXGKDDI_SETTIMINGSFROMVIDPN, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settimingsfromvidpn");
+unbound_fn!(PDXGKDDI_SETTARGETGAMMA, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settargetgamma");
+unbound_fn!(PDXGKDDI_SETTARGETCONTENTTYPE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settargetcontenttype");
+unbound_fn!(PDXGKDDI_SETTARGETANALOGCOPYPROTECTION, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_settargetanalogcopyprotection");
+unbound_fn!(PDXGKDDI_SETTARGETADJUSTEDCOLORIMETRY, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_settargetadjustedcolorimetry");
+unbound_fn!(PDXGKDDI_DISPLAYDETECTCONTROL, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_displaydetectcontrol");
+unbound_fn!(PDXGKDDI_QUERYCONNECTIONCHANGE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_queryconnectionchange");
+unbound_fn!(PDXGKDDI_EXCHANGEPRESTARTINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_exchangeprestartinfo");
+unbound_fn!(PDXGKDDI_GETMULTIPLANEOVERLAYCAPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getmultiplaneoverlaycaps");
+unbound_fn!(PDXGKDDI_GETPOSTCOMPOSITIONCAPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_getpostcompositioncaps");
+unbound_fn!(PDXGKDDI_PRESENTTOHWQUEUE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_presenttohwqueue");
+unbound_fn!(PDXGKDDI_SETTARGETADJUSTEDCOLORIMETRY2, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_settargetadjustedcolorimetry2");
+unbound_fn!(PDXGKDDI_CONTROLINTERRUPT3, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_controlinterrupt3");
+unbound_fn!(PDXGKDDI_SETFLIPQUEUELOGBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setflipqueuelogbuffer");
+unbound_fn!(PDXGKDDI_UPDATEFLIPQUEUELOG, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_updateflipqueuelog");
+unbound_fn!(PDXGKDDI_CANCELQUEUEDFLIPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_cancelqueuedflips");
+unbound_fn!(PDXGKDDI_SETINTERRUPTTARGETPRESENTID, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_setinterrupttargetpresentid");
+unbound_fn!(PDXGKDDI_CANCELFLIPS, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_cancelflips");
+unbound_fn!(PDXGKDDI_RESETDISPLAYENGINE, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_resetdisplayengine");

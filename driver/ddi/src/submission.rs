@@ -32,8 +32,8 @@ use core::ffi::c_void;
 use crate::basic::*;
 use crate::dxgkrnl::D3DDDI_DOORBELLSTATUS;
 use crate::macros::{
-    bitfield, c_enum, c_type, extern_fn, flag_word, layout, reserved_flags, union_debug,
-    zeroed_default,
+    bitfield, c_enum, c_type, extern_fn, flag_word, layout, reserved_flags, unbound_fn,
+    union_debug, zeroed_default,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -827,6 +827,15 @@ zeroed_default!(
     DXGKARG_DESTROYDOORBELL,
     DXGKARG_NOTIFYWORKSUBMISSION,
 );
+
+// Slots of `DRIVER_INITIALIZATION_DATA` whose signatures are not bound yet (`init` re-exports
+// them): binding one replaces its line with its argument block and prototype.
+unbound_fn!(PDXGKDDI_PATCH, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_patch");
+unbound_fn!(PDXGKDDI_RENDER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_render");
+unbound_fn!(PDXGKDDI_RENDERKM, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_renderkm");
+unbound_fn!(PDXGKDDI_FORMATHISTORYBUFFER, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_formathistorybuffer");
+unbound_fn!(PDXGKDDI_RENDERGDI, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_rendergdi");
+unbound_fn!(PDXGKDDI_VALIDATESUBMITCOMMAND, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_validatesubmitcommand");
 
 #[cfg(test)]
 mod tests {

@@ -22,7 +22,9 @@
 //! `DependentNodeOrdinalMask`, `CurrentFence`, and updates `pDmaBuffer` / `MultipassOffset`).
 
 use crate::basic::*;
-use crate::macros::{c_enum, c_type, flag_word, reserved_flags, union_debug, zeroed_default};
+use crate::macros::{
+    c_enum, c_type, flag_word, reserved_flags, unbound_fn, union_debug, zeroed_default,
+};
 use crate::submission::DXGK_SUBMITCOMMANDFLAGS;
 
 pub use crate::pagingbuffer::*;
@@ -556,6 +558,13 @@ zeroed_default!(
     DXGKARG_SUBMITCOMMAND,
     DXGKARG_SUBMITCOMMANDVIRTUAL,
 );
+
+// Slots of `DRIVER_INITIALIZATION_DATA` whose signatures are not bound yet (`init` re-exports
+// them): binding one replaces its line with its argument block and prototype.
+unbound_fn!(PDXGKDDI_CANCELCOMMAND, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/d3dkmddi/nc-d3dkmddi-dxgkddi_cancelcommand");
+unbound_fn!(PDXGKDDI_QUERYDIAGNOSTICTYPESSUPPORT, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_querydiagnostictypessupport");
+unbound_fn!(PDXGKDDI_CONTROLDIAGNOSTICREPORTING, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_controldiagnosticreporting");
+unbound_fn!(PDXGKDDI_COLLECTDIAGNOSTICINFO, "https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/nc-dispmprt-dxgkddi_collectdiagnosticinfo");
 
 #[cfg(test)]
 mod tests {
