@@ -287,12 +287,13 @@ impl<K: Kmt> KernelPath<K> {
     }
 
     /// Copies `cmds` (no INDIRECT among them, `bytes` long: [`batch_bytes`]) into the command
-    /// buffer and submits them.
+    /// buffer and submits them; `may_wait`: whether a FENCE_WAIT is among them.
     pub(super) fn submit_copied(
         &mut self,
         kmt: &K,
         cmds: &[Command],
         bytes: u64,
+        may_wait: bool,
     ) -> Result<u64, SubmitError> {
         if bytes == 0 || bytes > self.max_bytes() {
             return Err(SubmitError::TooLarge);
@@ -318,7 +319,6 @@ impl<K: Kmt> KernelPath<K> {
         let at = GpuVa::new(cb.gpu_va)
             .checked_add(start)
             .ok_or(SubmitError::TooLarge)?;
-        let may_wait = cmds.iter().any(|c| matches!(c, Command::FenceWait { .. }));
         let value = self.submit_one(kmt, at, bytes, may_wait)?;
         self.head = off;
         if let Some(c) = self.cbs.get_mut(cur) {
@@ -334,7 +334,7 @@ impl<K: Kmt> KernelPath<K> {
     pub(super) fn submit(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
         if cmds.is_empty() {
             let nop = [Command::Nop { len: 1 }];
-            return self.submit_copied(kmt, &nop, batch_bytes(&nop));
+            return self.submit_copied(kmt, &nop, batch_bytes(&nop), false);
         }
         // One pass checks every command and every size before anything is submitted, so a
         // refused batch submits nothing; a command that does not encode is the answer before
@@ -343,6 +343,9 @@ impl<K: Kmt> KernelPath<K> {
         let mut run: u64 = 0;
         let mut indirect = false;
         let mut too_large = false;
+        // Whether the batch waits: decided in this pass, so the usual batch's copy below
+        // needs no pass of its own for it.
+        let mut waits = false;
         for c in cmds {
             match c {
                 Command::Indirect { bytes, .. } => {
@@ -354,6 +357,7 @@ impl<K: Kmt> KernelPath<K> {
                     if !encodes_whole(other) {
                         return Err(SubmitError::BadCommand);
                     }
+                    waits |= matches!(other, Command::FenceWait { .. });
                     let words = u64::try_from(other.len()).unwrap_or(u64::MAX);
                     run = run.saturating_add(words.saturating_mul(8));
                     too_large |= run > max;
@@ -365,14 +369,14 @@ impl<K: Kmt> KernelPath<K> {
         }
         if !indirect {
             // The usual batch: one copy of the whole of it.
-            return self.submit_copied(kmt, cmds, run);
+            return self.submit_copied(kmt, cmds, run, waits);
         }
         let mut last = self.last;
         let mut start = 0usize;
         for (i, c) in cmds.iter().enumerate() {
             if let Command::Indirect { addr, bytes } = c {
                 if let Some(run) = cmds.get(start..i).filter(|r| !r.is_empty()) {
-                    self.submit_copied(kmt, run, batch_bytes(run))?;
+                    self.submit_copied(kmt, run, batch_bytes(run), waits_in(run))?;
                 }
                 // What the buffer holds is the caller's: it may wait.
                 last = self.submit_one(kmt, GpuVa::new(*addr), *bytes, true)?;
@@ -382,7 +386,7 @@ impl<K: Kmt> KernelPath<K> {
         if let Some(tail) = cmds.get(start..).filter(|r| !r.is_empty()) {
             // `run` is the size of exactly this tail: the check above restarts it at each
             // INDIRECT.
-            last = self.submit_copied(kmt, tail, run)?;
+            last = self.submit_copied(kmt, tail, run, waits_in(tail))?;
         }
         Ok(last)
     }
@@ -424,6 +428,11 @@ impl<K: Kmt> KernelPath<K> {
         }
         first
     }
+}
+
+/// Whether a run of a batch with INDIRECTs waits (has a FENCE_WAIT).
+fn waits_in(cmds: &[Command]) -> bool {
+    cmds.iter().any(|c| matches!(c, Command::FenceWait { .. }))
 }
 
 /// A kernel-mode hardware queue (UM-01): commands are copied into a command buffer and
