@@ -63,10 +63,7 @@ fn a_ddi_is_named_by_its_catalog_row_its_thunk_file_and_its_callers_only() {
             ));
         }
     }
-    for list in [
-        "simos/src/adapter/rules.rs",
-        "driver/kmd/src/ddi_groups.rs",
-    ] {
+    for list in ["simos/src/adapter/rules.rs", "driver/kmd/src/ddi_groups.rs"] {
         for (n, line) in read(list).lines().enumerate() {
             if line == "#[cfg(test)]" {
                 break;

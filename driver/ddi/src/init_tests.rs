@@ -55,5 +55,8 @@ fn version_selectors() {
 #[test]
 fn ddi_01_slot_placeholders_live_in_their_concepts_module() {
     let here = include_str!("init.rs");
-    assert!(!here.contains(concat!("unbound_fn", "!(")), "a placeholder in init.rs");
+    assert!(
+        !here.contains(concat!("unbound_fn", "!(")),
+        "a placeholder in init.rs"
+    );
 }
