@@ -244,7 +244,7 @@ impl Machine {
         // BR-58, BR-37: the physical adapters' caps, asked right after DRIVERCAPS.
         let physical = self.query_physical_adapter_caps(&a, &t, &caps)?;
         // Adapter creation's caps and DDI-table rules (docs/windows-bringup.md §6), in order.
-        let facts = bringup::query::gather(&a, &t, &caps, sources, children)?;
+        let facts = bringup::facts::gather(&a, &t, &caps, sources, children)?;
         let mut rules = bringup::check_caps(&caps, physical.as_ref(), &t, &facts);
         // BR-61/62/64/68: VidMm asks for the segments and, for a GPU-VA adapter,
         // the GPU MMU's caps and page-table levels while the render core is created.
@@ -293,7 +293,7 @@ impl Machine {
         }
         // BR-57 (the history-buffer precision), then BR-54 once the render core is
         // initialised, before power management.
-        let history = bringup::query::history_precision(&a, &t)?;
+        let history = bringup::facts::history_precision(&a, &t)?;
         if let Some(v) = bringup::check_render_core(&t, history) {
             return self.refuse(&a, &t, v);
         }

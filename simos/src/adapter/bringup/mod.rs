@@ -24,7 +24,6 @@ pub mod load;
 pub mod nodes;
 pub mod paging;
 pub mod power;
-pub mod query;
 pub mod render_core;
 pub mod rule;
 pub mod ums;
