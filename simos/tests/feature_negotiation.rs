@@ -321,21 +321,6 @@ fn br_73_user_mode_submission_with_hws_off_is_refused() {
     refused(start_lying(cfg(true, true, false), ums, false), "BR-73");
 }
 
-/// Whether `c` is a machine of the 22631 kernel running `rvgpu.sys`, which never reaches a
-/// start check there: the shipped INF's models need build 26100, so installing the package is
-/// refused (IN-08; checked here).
-fn pe_package_refused_on_22631(c: &MachineConfig) -> bool {
-    if c.os.windows.kernel() != rvgpu_simos::Kernel::W22631
-        || !matches!(c.driver, rvgpu_simos::pe::DriverBuild::Pe(_))
-    {
-        return false;
-    }
-    match Machine::new(c.clone()).load_driver() {
-        Err(SimError::StartRefused { rule: "IN-08", .. }) => true,
-        other => panic!("22631: expected the install's IN-08, got {other:?}"),
-    }
-}
-
 /// windows-bringup.md §15 question 2: the slot after `DxgkDdiNotifyWorkSubmission` (byte 1368). rvgpu
 /// fills it, so it starts with user-mode submission on the 22631 kernel
 /// (`Windows::ums_requires_slot_1368`) and the WDDM 3.2 builds' (the default), and the slot's

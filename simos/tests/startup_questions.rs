@@ -6,6 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 mod common;
+use common::start_edits::pe_package_refused_on_22631;
 use common::{
     one_user_mode_submission, qai_leaks_dispatch, real_qai, refused, start_with_qai_hook,
 };
@@ -115,21 +116,6 @@ fn q2_default_os_does_not_require_the_slot_after_notify_work_submission() {
             assert_eq!((rule, status), ("BR-73", STATUS_INVALID_PARAMETER))
         }
         other => panic!("expected BR-73 under the 22631 rule, got {other:?}"),
-    }
-}
-
-/// Whether `c` is a machine of the 22631 kernel running `rvgpu.sys`, which never reaches a
-/// start check there: the shipped INF's models need build 26100, so installing the package is
-/// refused (IN-08; checked here).
-fn pe_package_refused_on_22631(c: &MachineConfig) -> bool {
-    if c.os.windows.kernel() != rvgpu_simos::Kernel::W22631
-        || !matches!(c.driver, rvgpu_simos::pe::DriverBuild::Pe(_))
-    {
-        return false;
-    }
-    match Machine::new(c.clone()).load_driver() {
-        Err(SimError::StartRefused { rule: "IN-08", .. }) => true,
-        other => panic!("22631: expected the install's IN-08, got {other:?}"),
     }
 }
 

@@ -259,3 +259,18 @@ pub fn start_with_node_edit(
 
 pub static REAL_START_DEVICE: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_START_DEVICE> =
     std::sync::OnceLock::new();
+
+/// Whether `c` is a machine of the 22631 kernel running `rvgpu.sys`, which never reaches a
+/// start check there: the shipped INF's models need build 26100, so installing the package is
+/// refused (IN-08; checked here).
+pub fn pe_package_refused_on_22631(c: &MachineConfig) -> bool {
+    if c.os.windows.kernel() != rvgpu_simos::Kernel::W22631
+        || !matches!(c.driver, rvgpu_simos::pe::DriverBuild::Pe(_))
+    {
+        return false;
+    }
+    match Machine::new(c.clone()).load_driver() {
+        Err(SimError::StartRefused { rule: "IN-08", .. }) => true,
+        other => panic!("22631: expected the install's IN-08, got {other:?}"),
+    }
+}
