@@ -135,6 +135,17 @@ fn um_10_a_device_merely_in_error_connects_its_doorbell() {
     no_fault(&m);
 }
 
+/// Another process hangs node 0 and its engine reset fails: the adapter-wide path, which
+/// leaves `ko`'s device stopped (RESET).
+fn stop_by_an_adapter_reset(m: &rvgpu_simos::Machine, ko: &rvgpu_simos::kmt::SimKmt<'_>) {
+    let (_h, kh) = user_process(m);
+    let mut hq = okk(m, UserQueue::new(kh, &config(0)));
+    m.device(0).unwrap().fail_next_reset(0);
+    okk(m, hq.submit(&[Command::Hang]));
+    run_until(m, "adapter reset", |m| adapter_resets(m) == 1);
+    assert_eq!(ko.device_execution_state(), Ok(DeviceExecutionState::RESET));
+}
+
 /// UM-10, TDR-09 (24H2 `K:DXGDOORBELLAPILOCKS::DXGDOORBELLAPILOCKS` @0x140073C48 in the create,
 /// connect, notify and destroy entries; `K:DxgkCreatePagingQueueInternal` @0x1403967CC between
 /// its device lookup and `PhysicalAdapterIndex`): after an adapter-wide recovery stopped an
@@ -149,13 +160,7 @@ fn um_10_a_stopped_device_gets_device_removed_from_the_doorbell_and_paging_queue
     let context = okk(&m, ko.create_context(1));
     let mut qp = hw_queue_pdd();
     let bare = okk(&m, ko.create_hw_queue(context, true, qp.as_mut_bytes()));
-    // Another process hangs node 0 and its engine reset fails: the adapter-wide path.
-    let (_h, kh) = user_process(&m);
-    let mut hq = okk(&m, UserQueue::new(kh, &config(0)));
-    m.device(0).unwrap().fail_next_reset(0);
-    okk(&m, hq.submit(&[Command::Hang]));
-    run_until(&m, "adapter reset", |m| adapter_resets(m) == 1);
-    assert_eq!(ko.device_execution_state(), Ok(DeviceExecutionState::RESET));
+    stop_by_an_adapter_reset(&m, &ko);
 
     let mut pdd = rvgpu_hw::pdd::DoorbellPdd::for_ring(4096);
     let created = ko.create_doorbell(
@@ -232,13 +237,7 @@ fn um_10_a_stopped_device_gets_device_removed_from_the_cpu_wait_before_its_event
         "live device"
     );
 
-    // Another process hangs node 0 and its engine reset fails: the adapter-wide path.
-    let (_h, kh) = user_process(&m);
-    let mut hq = okk(&m, UserQueue::new(kh, &config(0)));
-    m.device(0).unwrap().fail_next_reset(0);
-    okk(&m, hq.submit(&[Command::Hang]));
-    run_until(&m, "adapter reset", |m| adapter_resets(m) == 1);
-    assert_eq!(ko.device_execution_state(), Ok(DeviceExecutionState::RESET));
+    stop_by_an_adapter_reset(&m, &ko);
 
     let stopped =
         dxgk_wait_for_synchronization_object_from_cpu_internal(&m, &a, &ko, &mem, &no_event);
