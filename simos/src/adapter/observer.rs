@@ -121,19 +121,6 @@ impl Handover {
     }
 }
 
-/// Whether every field of `b` that 24H2 leaves zero is zero. Inlined where the set is a
-/// constant, the compiler folds the rows away and leaves the zero fields' own compares.
-#[inline(always)]
-fn all_zero_clear<T>(ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) -> bool {
-    let mut clear = true;
-    for r in ddi.rows {
-        if let Some(is_zero) = r.is_zero {
-            clear &= is_zero(b);
-        }
-    }
-    clear
-}
-
 impl Observer {
     /// Checks block `b`, about to be handed to the driver's `ddi`, against the audit: every
     /// field 24H2 leaves zero that `b` fills is noted (meaningful under the 24H2 reading,
@@ -154,7 +141,7 @@ impl Observer {
     #[inline(always)]
     pub(crate) fn handed_alone<T>(&self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
         // The zero test outside the lock, at the call site (the submission's: once per packet).
-        let clear = all_zero_clear(ddi, b);
+        let clear = ddi.zero_fields_clear(b);
         let mut h = lock(&self.handover);
         h.count(ddi.name);
         if !clear {

@@ -81,6 +81,20 @@ impl<T> Ddi<T> {
             .map(|r| r.field)
     }
 
+    /// Whether every field of `b` that 24H2 leaves zero is zero: [`Self::filled_zero`] finding
+    /// none, as a loop that folds to the zero fields' own compares where `self` is a constant
+    /// (the submission's audit runs it once per packet).
+    #[inline(always)]
+    pub fn zero_fields_clear(&self, b: &T) -> bool {
+        let mut clear = true;
+        for r in self.rows {
+            if let Some(is_zero) = r.is_zero {
+                clear &= is_zero(b);
+            }
+        }
+        clear
+    }
+
     /// The row of `field`.
     pub fn row(&self, field: &str) -> Option<&Row<T>> {
         self.rows.iter().find(|r| r.field == field)
