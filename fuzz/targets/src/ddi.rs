@@ -5,16 +5,18 @@
 //! residency, and the ring and ring-control memory it owns. Handles are either ones it created
 //! or guessed numbers (which may be the innocent process's).
 //!
-//! Escape: `DxgkDdiEscape` gets arbitrary private data and the native-fence tag request
-//! (`NativeFenceTagEscape`) for VAs of fences the process holds and guessed ones.
+//! Escape: `DxgkDdiEscape` gets arbitrary private data, the native-fence tag request
+//! (`NativeFenceTagEscape`) and the wait-board request (`WaitBoardEscape`, any slot contents)
+//! for VAs of fences the process holds and guessed ones.
 //!
 //! Input: a sequence of operations, each an opcode byte and its arguments ([`Input`]); at most
 //! [`MAX_OPS`] run. See [`seeds`] for valid sequences.
 
 use rvgpu_hw::mmu::PAGE_2M;
 use rvgpu_hw::pdd::{
-    AllocationPdd, DoorbellPdd, HwQueuePdd, NativeFenceTagEscape, ALLOCATION_CPU_VISIBLE,
-    ALLOCATION_PDD_VERSION, HW_QUEUE_PDD_VERSION, NATIVE_FENCE_TAG_ESCAPE_VERSION, PDD_MAGIC,
+    AllocationPdd, DoorbellPdd, HwQueuePdd, NativeFenceTagEscape, WaitBoardEscape,
+    ALLOCATION_CPU_VISIBLE, ALLOCATION_PDD_VERSION, HW_QUEUE_PDD_VERSION,
+    NATIVE_FENCE_TAG_ESCAPE_VERSION, PDD_MAGIC, WAIT_BOARD_ESCAPE_VERSION,
 };
 use rvgpu_hw::queue::RingControl;
 use rvgpu_simos::kmt::{SimKmt, SimMem};
@@ -124,6 +126,8 @@ struct Hostile {
     gpu_only: Vec<(KmtHandle, u64)>,
     native: Vec<KmtHandle>,
     monitored: Vec<KmtHandle>,
+    /// Escapes the driver answered with success.
+    escapes_answered: usize,
 }
 
 impl Hostile {
@@ -309,30 +313,55 @@ fn step(k: &SimKmt<'_>, h: &mut Hostile, inp: &mut Input<'_>) {
             }
         }
         op::ESCAPE => {
-            // `D3DKMTEscape` to `DxgkDdiEscape`: the tag request for a VA of a fence it holds or
-            // a guessed one, with any tag, or arbitrary bytes.
-            let mut data = if inp.u8().is_multiple_of(2) {
+            // `D3DKMTEscape` to `DxgkDdiEscape`: the tag request or the wait-board request for
+            // a VA of a fence it holds or a guessed one, with any other field, or arbitrary
+            // bytes.
+            let kind = inp.u8() % 3;
+            let mut data = if kind < 2 {
                 let g = pick(inp, &h.native);
                 let held = m
                     .native_fence_by_kmt(k.process().adapter, g)
                     .map(|f| f.current_value_va());
                 let guess = inp.u64();
-                let q = NativeFenceTagEscape {
-                    magic: PDD_MAGIC,
-                    version: NATIVE_FENCE_TAG_ESCAPE_VERSION,
-                    current_value_gpu: if inp.u8() & 1 == 0 {
-                        held.unwrap_or(guess)
-                    } else {
-                        guess
-                    },
-                    report_tag: inp.u64(),
+                let current_value_gpu = if inp.u8() & 1 == 0 {
+                    held.unwrap_or(guess)
+                } else {
+                    guess
                 };
-                q.as_bytes().to_vec()
+                if kind == 0 {
+                    let q = NativeFenceTagEscape {
+                        magic: PDD_MAGIC,
+                        version: NATIVE_FENCE_TAG_ESCAPE_VERSION,
+                        current_value_gpu,
+                        report_tag: inp.u64(),
+                    };
+                    q.as_bytes().to_vec()
+                } else {
+                    // Publishing garbage (waits in any order, `more` and `publish` out of
+                    // range, `from` above `to`) into the process's own slot, or reading the
+                    // others' answer.
+                    let q = WaitBoardEscape {
+                        magic: PDD_MAGIC,
+                        version: WAIT_BOARD_ESCAPE_VERSION,
+                        current_value_gpu,
+                        publish: u32::from(inp.u8() % 3),
+                        more: u32::from(inp.u8() % 3),
+                        waits: [inp.u64(), inp.u64(), inp.u64(), inp.u64()],
+                        from: inp.u64(),
+                        to: inp.u64(),
+                        known: inp.u32(),
+                        passed: inp.u32(),
+                        next: inp.u64(),
+                    };
+                    q.as_bytes().to_vec()
+                }
             } else {
-                let n = usize::from(inp.u8() % 48);
+                let n = usize::from(inp.u8() % 96);
                 (0..n).map(|_| inp.u8()).collect()
             };
-            let _ = k.escape_driver_private(&mut data);
+            if k.escape_driver_private(&mut data).is_ok() {
+                h.escapes_answered += 1;
+            }
         }
         op::DESTROY_NATIVE => {
             let g = pick(inp, &h.native);
@@ -558,6 +587,14 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     w.u8(op::OPEN_NATIVE).u8(0);
     w.u8(op::DESTROY_NATIVE).u8(0);
     out.push(("native-fences".to_string(), w.finish()));
+    // A shareable native fence and its wait board: the process publishes two pending waits
+    // into its own slot and reads the answer about the other opens (there are none).
+    let mut w = Writer::new();
+    w.u8(op::NATIVE_FENCE).u64(5).u8(1);
+    w.u8(op::ESCAPE).u8(1).u8(0).u64(0).u8(0).u8(1).u8(0);
+    w.u64(7).u64(9).u64(u64::MAX).u64(u64::MAX).u64(5).u64(5);
+    w.u32(0).u32(0).u64(0);
+    out.push(("wait-board".to_string(), w.finish()));
     // Monitored fences and OS-scheduled waits/signals on a kernel-mode queue.
     let mut w = Writer::new();
     w.u8(op::CONTEXT).u8(0);
@@ -618,6 +655,14 @@ mod tests {
         let (doorbells, rptr) = seed("umq-submit", |_, _, h| (h.doorbells.len(), read_ptr(h)));
         assert_eq!(doorbells, 1);
         assert_eq!(rptr, Some(16), "the GPU consumed the packet");
+    }
+
+    #[test]
+    fn ddi_seed_wait_board_request_on_a_held_fence_is_answered() {
+        assert_eq!(
+            seed("wait-board", |_, _, h| (h.native.len(), h.escapes_answered)),
+            (1, 1)
+        );
     }
 
     #[test]

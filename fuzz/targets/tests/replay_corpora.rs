@@ -63,3 +63,23 @@ fn fuzz_corpus_vfu_backend_replays_clean() {
 fn fuzz_corpus_dma_buffer_replays_clean() {
     replay("dma_buffer");
 }
+
+/// A committed `seed-<name>` file is what its target's `seeds()` makes today: a seed left from
+/// an older command encoding starts the fuzzer from a sequence that no longer reaches what it
+/// was written for (`cargo run -p rvgpu-fuzz --bin rvgpu-fuzz-seeds` rewrites them).
+#[test]
+fn fuzz_committed_seeds_match_their_targets_seeds() {
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+    let mut stale = Vec::new();
+    for t in TARGETS {
+        for (name, bytes) in (t.seeds)() {
+            let file = corpus.join(t.name).join(format!("seed-{name}"));
+            if let Ok(committed) = std::fs::read(&file) {
+                if committed != bytes {
+                    stale.push(file.display().to_string());
+                }
+            }
+        }
+    }
+    assert!(stale.is_empty(), "stale seeds: {stale:?}");
+}
