@@ -65,7 +65,7 @@ pub const ESCAPE: Thunk = Thunk {
         src("DxgkEscape", 0x140419AB0),
         src("DxgkpDriverKnownEscape", 0x1403C1B14),
     ]),
-    checks: types::ESCAPE_CHECKS_ROW,
+    checks: types::ESCAPE_CHECKS,
     written_back: &[
         "pPrivateDriverData: the kernel copy as the driver or the known escape left it, on \
          any NT_SUCCESS status (not on STATUS_BUFFER_OVERFLOW)",

@@ -11,7 +11,6 @@ use rvgpu_umd::kmt::NtStatus;
 use rvgpu_ddi::d3dkmt::D3DKMT_ESCAPE;
 
 use super::refusal::row::*;
-use super::refusal::Check;
 
 /// `D3DDDI_ESCAPEFLAGS::HardwareAccess`.
 pub const HARDWARE_ACCESS: u32 = 1 << 0;
@@ -29,7 +28,7 @@ pub const DRIVER_COMMON_ESCAPE: u32 = 1 << 7;
 pub const RESERVED2: u32 = 0xFFFF_FF00;
 refusals! {
     /// `D3DKMTEscape`'s refusals, in 24H2's order.
-    EscapeCheck => ESCAPE_CHECKS {
+    EscapeCheck => pub(super) ESCAPE_CHECKS {
         ProcessContext: "no process context" => INVALID_PARAMETER,
             elsewhere "every simulated caller is a process";
         TypeVIDMMVIDSCH: "Type VIDMM, VIDSCH, 28 or 29 without test signing or DRT" => ACCESS_DENIED;
@@ -103,9 +102,6 @@ refusals! {
         TypeBelowH2: "a Type below 1024 that 24H2 does not know (7, 19, 22, 26, 35, 40 and up)" => INVALID_PARAMETER;
     }
 }
-
-/// The row's checks, for `D3DKMTEscape`'s row beside its entry ([`super::escape::ESCAPE`]).
-pub(super) const ESCAPE_CHECKS_ROW: &[Check] = ESCAPE_CHECKS;
 
 /// `D3DKMT_ESCAPE_VIDMM`.
 pub const VIDMM: u32 = 1;

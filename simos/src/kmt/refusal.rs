@@ -7,13 +7,16 @@ use rvgpu_ddi::ntstatus;
 
 /// Declares a thunk's refusals once, in 24H2's order: an enum with one variant per check,
 /// through which the entry refuses (`Enum::Variant.refuse()`), and the row's `checks` slice.
-/// A check the entry does not make itself carries `elsewhere "why"` (made by the simulated
-/// kernel beneath the entry, or not modelled): only those may go unconstructed.
+/// A check the entry does not make itself carries `elsewhere why` (made by the simulated
+/// kernel beneath the entry, or not modelled): only those may go unconstructed. `why` is a
+/// string literal, or a macro call that makes one where rows share a reason. The slice takes
+/// the visibility written before its name (private if none), for a row declared in another
+/// module than its checks.
 macro_rules! refusals {
     (
         $(#[$m:meta])*
-        $E:ident => $ARR:ident {
-            $($V:ident: $what:expr => $status:expr $(, elsewhere $why:literal)?;)+
+        $E:ident => $vis:vis $ARR:ident {
+            $($V:ident: $what:expr => $status:expr $(, elsewhere $why:expr)?;)+
         }
     ) => {
         $(#[$m])*
@@ -43,7 +46,7 @@ macro_rules! refusals {
         }
 
         /// The row's checks, in 24H2's order.
-        const $ARR: &[$crate::kmt::refusal::Check] =
+        $vis const $ARR: &[$crate::kmt::refusal::Check] =
             &[$($crate::kmt::refusal::check($what, $status),)+];
     };
 }
