@@ -206,16 +206,30 @@ fn doorbell_owner(
     Ok((p, sh))
 }
 
+/// Why the connect, notify and destroy entries leave "the doorbell's queue being destroyed"
+/// to the simulated queue destroy; `$entry` names the entry's 24H2 function, each of which
+/// makes the same test on the queue's reference count.
+macro_rules! queue_going {
+    ($entry:literal) => {
+        concat!(
+            "24H2's ",
+            $entry,
+            " takes a reference on the doorbell's queue only while its count is not 0, else \
+             STATUS_INVALID_PARAMETER; the simulated queue destroy \
+             (`ums::hwqueue::destroy_hw_queue_thunk`) removes the doorbell before the queue \
+             under the device lock this thunk takes, so no doorbell outlives its queue and a \
+             racing call finds no doorbell, with the same status"
+        )
+    };
+}
+
 refusals! {
     /// `D3DKMTConnectDoorbell`'s refusals, in 24H2's order.
     ConnectDoorbellCheck => CONNECT_DOORBELL_CHECKS {
         Flags: "Flags non-zero" => INVALID_PARAMETER;
         Doorbell: "hDoorbell not a doorbell in the caller's handle table" => INVALID_PARAMETER;
         QueueGoing: "the doorbell's queue being destroyed" => INVALID_PARAMETER,
-            elsewhere "24H2's connect (`DxgkConnectDoorbellInternal` @0x1401D846C) takes a reference on \
-                the doorbell's queue only while its count is not 0; the simulated queue destroy \
-                (`ums::hwqueue::destroy_hw_queue_thunk`) removes the doorbell before the \
-                queue under the device lock this thunk takes, so no doorbell outlives its queue";
+            elsewhere queue_going!("`DxgkConnectDoorbellInternal` @0x1401D846C");
         DeviceActive: "the device not active" => DEVICE_REMOVED;
         Aborted: "the doorbell's status DISCONNECTED_ABORT" => INVALID_PARAMETER,
             elsewhere "the simulated kernel's connect (`ums::connect_doorbell`) makes it";
@@ -268,10 +282,7 @@ refusals! {
         Flags: "Flags non-zero" => INVALID_PARAMETER;
         Doorbell: "hDoorbell not a doorbell in the caller's handle table" => INVALID_PARAMETER;
         QueueGoing: "the doorbell's queue being destroyed" => INVALID_PARAMETER,
-            elsewhere "24H2's connect (`DxgkConnectDoorbellInternal` @0x1401D846C) takes a reference on \
-                the doorbell's queue only while its count is not 0; the simulated queue destroy \
-                (`ums::hwqueue::destroy_hw_queue_thunk`) removes the doorbell before the \
-                queue under the device lock this thunk takes, so no doorbell outlives its queue";
+            elsewhere queue_going!("`DxgkNotifyWorkSubmissionInternal` @0x1401D98CC");
         DeviceActive: "the device not active" => DEVICE_REMOVED;
         NotConnected: "the doorbell's status not CONNECTED_NOTIFY_KMD" => INVALID_PARAMETER;
     }
@@ -319,10 +330,7 @@ refusals! {
     DestroyDoorbellCheck => DESTROY_DOORBELL_CHECKS {
         Doorbell: "hDoorbell not a doorbell in the caller's handle table" => INVALID_PARAMETER;
         QueueGoing: "the doorbell's queue being destroyed" => INVALID_PARAMETER,
-            elsewhere "24H2's connect (`DxgkConnectDoorbellInternal` @0x1401D846C) takes a reference on \
-                the doorbell's queue only while its count is not 0; the simulated queue destroy \
-                (`ums::hwqueue::destroy_hw_queue_thunk`) removes the doorbell before the \
-                queue under the device lock this thunk takes, so no doorbell outlives its queue";
+            elsewhere queue_going!("`DxgkDestroyDoorbellInternal` @0x1401D9494");
         DeviceActive: "the device not active" => DEVICE_REMOVED;
     }
 }
