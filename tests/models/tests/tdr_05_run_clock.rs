@@ -6,11 +6,14 @@
 //! whole (its base, stamp and allowance together, never a mix of two credits), and a reader's
 //! times never run backwards. The writer starts ([`RunClock::writer`]: it credits the time
 //! since the last credit and publishes), is descheduled for longer than its allowance and
-//! ticks; a reader reads the clock twice meanwhile. A writer that read the clock before it
-//! began publishing (as the clock once did) fails: a reader between its read and its publish
-//! saw more time than the credit. Two negative controls weaken the writer's ordering, one
-//! fence or store each: without the release fence after `seq` turns odd, or with a Relaxed
-//! store of the even `seq`, loom must find a torn credit or time going backwards.
+//! ticks; a reader reads the clock twice meanwhile. At its start the writer is also
+//! descheduled right after it reads the host's clock, while the credit it replaces still
+//! counts all host time (no writer ran): the clock reads the host after `seq` turns odd, so
+//! readers wait that out. Three negative controls change the writer: it reads the host's clock
+//! before `seq` turns odd (a reader in between counts host time past the credit the writer
+//! then publishes, and its next read falls back to that credit), it lacks the release fence
+//! after `seq` turns odd, or it stores the even `seq` Relaxed; loom must find time going
+//! backwards in the first and a torn credit in the other two.
 //!
 //! The host's monotonic clock is a counter each clock read advances by an AcqRel
 //! read-modify-write: its readings are totally ordered, and a reading after another thread's
@@ -49,6 +52,8 @@ struct Variant {
     begin_fence: bool,
     /// `end` stores the even `seq` with Release (else Relaxed).
     end_release: bool,
+    /// `tick` reads the host's clock before `begin` (else after it, as the clock does).
+    read_first: bool,
 }
 
 /// `RunShared`, with the host clock beside it.
@@ -115,19 +120,35 @@ impl Writer {
             v,
             published: Vec::new(),
         };
-        w.tick(ALLOW);
+        w.tick(ALLOW, PAUSE);
         w
     }
 
-    /// `RunWriter::tick`.
-    fn tick(&mut self, next: u64) {
-        self.begin();
-        let host = self.clock.host_now();
+    /// `RunWriter::tick`, descheduled for `pause` right after its reading of the host's clock.
+    fn tick(&mut self, next: u64, pause: u64) {
+        let host = if self.v.read_first {
+            let host = self.reading(pause);
+            self.begin();
+            host
+        } else {
+            self.begin();
+            self.reading(pause)
+        };
         let spent = host.saturating_sub(self.stamp);
         self.base = self.base.saturating_add(spent.min(self.allow));
         self.stamp = host;
         self.allow = next;
         self.end();
+    }
+
+    /// A reading of the host's clock, then `pause` of host time while the writer is not
+    /// scheduled.
+    fn reading(&self, pause: u64) -> u64 {
+        let host = self.clock.host_now();
+        if pause > 0 {
+            self.clock.host.fetch_add(pause, Ordering::AcqRel);
+        }
+        host
     }
 
     fn begin(&mut self) {
@@ -168,7 +189,7 @@ fn execution(v: Variant) {
         let mut w = Writer::start(c, v);
         // Descheduled: host time the machine must not count beyond the allowance.
         w.clock.host.fetch_add(PAUSE, Ordering::AcqRel);
-        w.tick(ALLOW);
+        w.tick(ALLOW, 0);
         w.published
     });
     let reader = thread::spawn(move || [clock.now(), clock.now()]);
@@ -203,7 +224,23 @@ fn tdr_05_run_clock_reads_are_whole_credits_and_never_go_backwards() {
     check(Variant {
         begin_fence: true,
         end_release: true,
+        read_first: false,
     });
+}
+
+#[test]
+fn tdr_05_negative_control_run_clock_read_before_publishing_goes_backwards() {
+    rvgpu_models::expect_violation(
+        || {
+            check(Variant {
+                begin_fence: true,
+                end_release: true,
+                read_first: true,
+            })
+        },
+        "time going backwards with the host's clock read before seq turns odd",
+        BACKWARDS,
+    );
 }
 
 #[test]
@@ -213,6 +250,7 @@ fn tdr_05_negative_control_run_clock_without_the_begin_fence_tears() {
             check(Variant {
                 begin_fence: false,
                 end_release: true,
+                read_first: false,
             })
         },
         "torn credit without the release fence after seq turns odd",
@@ -227,6 +265,7 @@ fn tdr_05_negative_control_run_clock_with_a_relaxed_end_tears() {
             check(Variant {
                 begin_fence: true,
                 end_release: false,
+                read_first: false,
             })
         },
         "torn credit with a Relaxed store of the even seq",
