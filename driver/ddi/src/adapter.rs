@@ -267,6 +267,7 @@ c_type! {
     /// `DXGK_CHILD_DESCRIPTOR`: one child device reported by `DxgkDdiQueryChildRelations`.
     ///
     /// <https://learn.microsoft.com/en-us/windows-hardware/drivers/ddi/dispmprt/ns-dispmprt-_dxgk_child_descriptor>
+    #[element]
     #[size(28)]
     #[repr(C)]
     #[derive(Clone, Copy, Debug)]

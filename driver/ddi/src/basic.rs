@@ -557,10 +557,10 @@ extern_fn! {
 /// A C type of these bindings: a struct, union or flag word, an opaque type, a scalar a typedef
 /// names, or a pointer to one of them. The macro that declares a type implements it, and
 /// nothing outside this crate can (sealed), so a bound on it admits the headers' types and no
-/// others; `Kind` says whether the type has a layout of its own ([`Data`]) or is only pointed
-/// at ([`Opaque`]).
+/// others; `Kind` says whether the type has a layout of its own ([`Data`]), is only pointed
+/// at ([`Opaque`]) or is passed only as an array ([`Element`]).
 pub trait CType: sealed::Sealed + 'static {
-    /// [`Data`] or [`Opaque`].
+    /// [`Data`], [`Opaque`] or [`Element`].
     type Kind;
 }
 
@@ -571,6 +571,12 @@ pub enum Data {}
 /// [`CType::Kind`] of a type only pointed at (`c_void`, the `opaque_types!` ones).
 #[derive(Debug)]
 pub enum Opaque {}
+
+/// [`CType::Kind`] of a type with a layout of its own that a DDI takes only as an array whose
+/// length another parameter gives (`DXGK_CHILD_DESCRIPTOR`): a pointer to one says nothing of
+/// how many follow, so it is never passed as a borrow of one value.
+#[derive(Debug)]
+pub enum Element {}
 
 /// Keeps [`CType`] to this crate's declarations.
 pub(crate) mod sealed {

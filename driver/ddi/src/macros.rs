@@ -203,7 +203,9 @@ pub(crate) use layout;
 /// Declares a `#[repr(C)]` struct or union together with its layout assertions (see
 /// [`layout!`]): `#[size(N)]`, right after the doc comment, is the type's size and
 /// `#[offset(N)]`, right before a field, that field's byte offset, both on x86_64. Each field is
-/// named once; the other attributes pass through unchanged.
+/// named once; the other attributes pass through unchanged. The type is a [`crate::basic::Data`]
+/// [`crate::basic::CType`], or an [`crate::basic::Element`] one with `#[element]` before
+/// `#[size(N)]`.
 ///
 /// ```text
 /// c_type! {
@@ -222,7 +224,23 @@ pub(crate) use layout;
 /// }
 /// ```
 macro_rules! c_type {
+    // `#[element]` first: a type a DDI takes only as an array ([`crate::basic::Element`]).
     (
+        $(#[doc = $doc:literal])*
+        #[element]
+        $($rest:tt)*
+    ) => {
+        $crate::macros::c_type!(@kind Element $(#[doc = $doc])* $($rest)*);
+    };
+    (
+        $(#[doc = $doc:literal])*
+        #[size($size:literal)]
+        $($rest:tt)*
+    ) => {
+        $crate::macros::c_type!(@kind Data $(#[doc = $doc])* #[size($size)] $($rest)*);
+    };
+    (
+        @kind $ckind:ident
         $(#[doc = $doc:literal])*
         #[size($size:literal)]
         $(#[$meta:meta])*
@@ -240,7 +258,7 @@ macro_rules! c_type {
             $( $(#[doc = $fdoc])* $vis $field: $fty, )*
         }
         $crate::macros::layout!($name, size = $size $($(, $field = $off)?)*);
-        $crate::macros::c_marker!(Data: $name);
+        $crate::macros::c_marker!($ckind: $name);
     };
 }
 
