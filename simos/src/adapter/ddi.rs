@@ -571,8 +571,10 @@ pub(crate) fn interface_dereference(
 
 /// Arrays and buffers the OS's argument blocks point to, as a driver stand-in
 /// ([`crate::testing`]) sees them: by the [`Block`] contract they are alive for the call the
-/// block is borrowed for, so each reader borrows them with the block.
-pub mod blocks {
+/// block is borrowed for, so each reader borrows them with the block. A block made anywhere
+/// else may carry any pointer, so the readers stay inside the crate, whose stand-ins read only
+/// the blocks the OS handed them.
+pub(crate) mod blocks {
     use rvgpu_ddi::adapter::DXGKARG_QUERYADAPTERINFO;
     use rvgpu_ddi::allocation::{DXGKARG_CREATEALLOCATION, DXGK_ALLOCATIONINFO};
     use rvgpu_ddi::fence::DXGKARG_UPDATEMONITOREDVALUES;

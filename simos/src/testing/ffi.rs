@@ -8,7 +8,7 @@
 
 use std::sync::Mutex;
 
-pub use crate::adapter::ddi::blocks;
+pub(crate) use crate::adapter::ddi::blocks;
 pub use crate::dxgkrnl::callbacks::ffi::stand_in::{
     allocate_contiguous, block_ref, driver_dpc, driver_isr, free_contiguous, handle_index_mut,
     handle_mut, handle_ref, isr, Callbacks, DeviceContext, HandleIndexMutStandIn, HandleMutStandIn,
