@@ -164,7 +164,7 @@ pub(crate) mod tests {
     /// through `in_table!` carries that routine with the slot's own pointer. The routines are
     /// the rule table's, so a new DDI needs no entry here.
     #[test]
-    fn a_ddi_carries_the_routine_of_the_slot_it_was_read_from() {
+    fn ddi_02_a_ddi_carries_the_routine_of_the_slot_it_was_read_from() {
         let mut t = DRIVER_INITIALIZATION_DATA::default();
         let mut numbered = Numbered::default();
         t.visit_slots(&mut numbered);
@@ -206,7 +206,7 @@ pub(crate) mod tests {
 
     /// The DDIs the driver hands out in interfaces carry the routine of their catalog row.
     #[test]
-    fn an_interface_ddi_carries_the_routine_of_its_member() {
+    fn ddi_02_an_interface_ddi_carries_the_routine_of_its_member() {
         let feature = DXGKDDI_FEATURE_INTERFACE {
             QueryFeatureSupport: Some(support),
             QueryFeatureInterface: Some(interface),
@@ -233,7 +233,7 @@ pub(crate) mod tests {
     /// Only [`in_table!`] pairs a pointer with a routine: no other code of the crate calls
     /// the constructor it uses, so no call site can pair one DDI's pointer with another's rule.
     #[test]
-    fn only_in_table_makes_a_ddi() {
+    fn ddi_02_only_in_table_makes_a_ddi() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let this = root.parent().map(|w| w.join(file!())).expect("workspace");
         let mut dirs = vec![root.join("src")];

@@ -257,7 +257,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_windows_parses_back_from_its_name() {
+    fn br_110_every_windows_parses_back_from_its_name() {
         for k in Kernel::ALL {
             for w in [Windows::new(k), Windows::new(k).with_pages()] {
                 assert_eq!(Windows::parse(&w.name()), Ok(w));
