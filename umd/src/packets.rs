@@ -106,7 +106,7 @@ fn emit<S: WordSink, const N: usize>(
 
 /// Stores `c`'s encoded words (the layout of [`Command::encode`]); `Bad` for a command that
 /// does not encode whole.
-#[inline]
+#[inline(always)]
 fn store_command<S: WordSink>(c: &Command, out: &mut S) -> Result<(), Refused> {
     match *c {
         Command::Nop { len: 0 } | Command::WriteData { .. } => Err(Refused::Bad),
@@ -172,7 +172,9 @@ fn store_command<S: WordSink>(c: &Command, out: &mut S) -> Result<(), Refused> {
 }
 
 impl Packets for [Command] {
-    #[inline]
+    // Always inlined: its callers are the submission hot paths, where the sink's offset then
+    // stays in a register across the stores.
+    #[inline(always)]
     fn store<S: WordSink>(&self, out: &mut S) -> Result<(), Refused> {
         for c in self {
             store_command(c, out)?;

@@ -239,12 +239,10 @@ impl<K: Kmt> KernelPath<K> {
     }
 
     /// One `SubmitCommandToHwQueue` with the next progress value; `may_wait` says whether the
-    /// submission may wait on the GPU for something outside the queue (it becomes a gate). While
-    /// the KMD refuses it for room (`STATUS_INSUFFICIENT_RESOURCES`: it holds as much as it
-    /// will) and earlier work is outstanding, waits for the *oldest* outstanding submission and
-    /// retries, unless that one may be held behind a wait: then [`SubmitError::Full`] at once.
-    /// Each round retires at least one submission, so the rounds are bounded by the work in
-    /// flight.
+    /// submission may wait on the GPU for something outside the queue (it becomes a gate). A
+    /// refusal goes to [`Self::refused`]. Inlined: on the usual batch's path it is the thunk
+    /// call and two stores.
+    #[inline(always)]
     pub(super) fn submit_one(
         &mut self,
         kmt: &K,
@@ -256,27 +254,8 @@ impl<K: Kmt> KernelPath<K> {
         // The D3DKMT layer takes the raw address.
         let gpu = gpu.get();
         let value = self.last.checked_add(1).ok_or(SubmitError::Lost)?;
-        // The work in flight when the KMD first refuses: read only then (a submission it
-        // takes at once reads no fence).
-        let mut rounds: Option<u64> = None;
-        loop {
-            match kmt.submit_command_to_hw_queue(self.queue, value, gpu, len) {
-                Ok(()) => break,
-                Err(e) if e == STATUS_INSUFFICIENT_RESOURCES => {
-                    let done = self.completed();
-                    let left = *rounds.get_or_insert(self.last.saturating_sub(done));
-                    if left == 0 || done >= self.last {
-                        return Err(e.into());
-                    }
-                    let oldest = done.saturating_add(1);
-                    if self.held(oldest) {
-                        return Err(SubmitError::Full);
-                    }
-                    rounds = Some(left.saturating_sub(1));
-                    kmt.wait_for_fence(self.progress.fence, oldest)?;
-                }
-                Err(e) => return Err(e.into()),
-            }
+        if let Err(e) = kmt.submit_command_to_hw_queue(self.queue, value, gpu, len) {
+            self.refused(kmt, value, gpu, len, e)?;
         }
         if may_wait || self.wait_queued {
             self.gates.push_back(value);
@@ -284,6 +263,45 @@ impl<K: Kmt> KernelPath<K> {
         }
         self.last = value;
         Ok(value)
+    }
+
+    /// The KMD refused submission `value` with `e`. While it refuses for room
+    /// (`STATUS_INSUFFICIENT_RESOURCES`: it holds as much as it will) and earlier work is
+    /// outstanding, waits for the *oldest* outstanding submission and submits again, unless
+    /// that one may be held behind a wait: then [`SubmitError::Full`] at once. Each round
+    /// retires at least one submission, so the rounds are bounded by the work in flight.
+    /// `Ok` once the KMD took it.
+    #[cold]
+    #[inline(never)]
+    fn refused(
+        &mut self,
+        kmt: &K,
+        value: u64,
+        gpu: u64,
+        len: u32,
+        mut e: NtStatus,
+    ) -> Result<(), SubmitError> {
+        // The work in flight when the KMD first refused (a submission it takes at once reads
+        // no fence).
+        let mut rounds: Option<u64> = None;
+        while e == STATUS_INSUFFICIENT_RESOURCES {
+            let done = self.completed();
+            let left = *rounds.get_or_insert(self.last.saturating_sub(done));
+            if left == 0 || done >= self.last {
+                break;
+            }
+            let oldest = done.saturating_add(1);
+            if self.held(oldest) {
+                return Err(SubmitError::Full);
+            }
+            rounds = Some(left.saturating_sub(1));
+            kmt.wait_for_fence(self.progress.fence, oldest)?;
+            match kmt.submit_command_to_hw_queue(self.queue, value, gpu, len) {
+                Ok(()) => return Ok(()),
+                Err(again) => e = again,
+            }
+        }
+        Err(e.into())
     }
 
     /// Copies `cmds` (no INDIRECT among them, `bytes` long: [`batch_bytes`]) into the command
@@ -298,6 +316,19 @@ impl<K: Kmt> KernelPath<K> {
         if bytes == 0 || bytes > self.max_bytes() {
             return Err(SubmitError::TooLarge);
         }
+        self.copy_and_submit(kmt, cmds, bytes, may_wait)
+    }
+
+    /// [`Self::submit_copied`] once its caller checked `0 < bytes <= max_bytes()` (the usual
+    /// batch's check pass in [`Self::submit`] does; inlined there).
+    #[inline(always)]
+    fn copy_and_submit(
+        &mut self,
+        kmt: &K,
+        cmds: &[Command],
+        bytes: u64,
+        may_wait: bool,
+    ) -> Result<u64, SubmitError> {
         if self.head.saturating_add(bytes) > self.cb_size() {
             self.next_buffer(kmt)?;
         }
@@ -368,9 +399,19 @@ impl<K: Kmt> KernelPath<K> {
             return Err(SubmitError::TooLarge);
         }
         if !indirect {
-            // The usual batch: one copy of the whole of it.
-            return self.submit_copied(kmt, cmds, run, waits);
+            // The usual batch: one copy of the whole of it. The pass above checked
+            // `run <= max`, and `run > 0`: the batch is not empty and every command in it
+            // encodes whole (at least one word).
+            return self.copy_and_submit(kmt, cmds, run, waits);
         }
+        self.submit_split(kmt, cmds, run)
+    }
+
+    /// [`Self::submit`] of a checked batch with INDIRECTs: each INDIRECT is its own submission,
+    /// each run of plain packets between them one copy; `tail` is the size of the run after the
+    /// last INDIRECT.
+    #[inline(never)]
+    fn submit_split(&mut self, kmt: &K, cmds: &[Command], tail: u64) -> Result<u64, SubmitError> {
         let mut last = self.last;
         let mut start = 0usize;
         for (i, c) in cmds.iter().enumerate() {
@@ -383,10 +424,10 @@ impl<K: Kmt> KernelPath<K> {
                 start = i.saturating_add(1);
             }
         }
-        if let Some(tail) = cmds.get(start..).filter(|r| !r.is_empty()) {
-            // `run` is the size of exactly this tail: the check above restarts it at each
+        if let Some(run) = cmds.get(start..).filter(|r| !r.is_empty()) {
+            // `tail` is the size of exactly this run: the check pass restarts it at each
             // INDIRECT.
-            last = self.submit_copied(kmt, tail, run, waits_in(tail))?;
+            last = self.submit_copied(kmt, run, tail, waits_in(run))?;
         }
         Ok(last)
     }
