@@ -330,20 +330,41 @@ fn ex_allocate_pool2(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
 /// `ExFreePoolWithTag(P, Tag)`: at IRQL <= DISPATCH_LEVEL; a pointer that is not a live
 /// allocation or a wrong tag is 0xC2; freeing memory that holds a set timer is 0xC7.
 /// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-exfreepoolwithtag>
+///
+/// The block is looked up, checked and taken out of the pool under one hold of its lock: of
+/// two threads freeing the same block, one frees it and the other finds no live allocation
+/// (0xC2/0x46), never both.
 fn ex_free_pool_with_tag(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     let (p, tag) = (w[0] as usize, w[1] as u32);
     if irql_above(Irql::Dispatch, 0) {
         return ret(0);
     }
-    let Some(block) = lock(&img.kernel().pool).get(&p).copied() else {
-        raise(BugCheck::new(
+    let taken = take_pool_block(img.kernel(), p, tag);
+    let block = match taken {
+        Ok(block) => block,
+        Err(b) => {
+            raise(b);
+            return ret(0);
+        }
+    };
+    lock(&img.kernel().dpcs).retain(|&a, _| !(a >= p && a < p + block.size));
+    // SAFETY: a live allocation of ours with its layout, taken out of the table by this call
+    // alone.
+    unsafe { std::alloc::dealloc(p as *mut u8, block.layout) };
+    ret(0)
+}
+
+/// Takes block `p` out of the pool if freeing it with `tag` is allowed, else the bug check.
+fn take_pool_block(k: &KernelState, p: usize, tag: u32) -> Result<PoolBlock, BugCheck> {
+    let mut pool = lock(&k.pool);
+    let Some(&block) = pool.get(&p) else {
+        return Err(BugCheck::new(
             BAD_POOL_CALLER,
             [BAD_POOL_FREE_BAD_ADDRESS, p as u64, 0, 0],
         ));
-        return ret(0);
     };
     if block.tag != tag {
-        raise(BugCheck::new(
+        return Err(BugCheck::new(
             BAD_POOL_CALLER,
             [
                 BAD_POOL_FREE_WRONG_TAG,
@@ -352,26 +373,22 @@ fn ex_free_pool_with_tag(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
                 u64::from(block.tag),
             ],
         ));
-        return ret(0);
     }
-    let set_timer = lock(&img.kernel().timers)
+    // The timer lock is only ever taken inside the pool's, never around it.
+    let set_timer = lock(&k.timers)
         .iter()
         .find(|(&a, t)| {
             a >= p && a < p + block.size && t.set.load(std::sync::atomic::Ordering::Acquire)
         })
         .map(|(&a, _)| a);
     if let Some(t) = set_timer {
-        raise(BugCheck::new(
+        return Err(BugCheck::new(
             bugcheck::TIMER_OR_DPC_INVALID,
             [0, t as u64, p as u64, p as u64 + block.size as u64],
         ));
-        return ret(0);
     }
-    lock(&img.kernel().pool).remove(&p);
-    lock(&img.kernel().dpcs).retain(|&a, _| !(a >= p && a < p + block.size));
-    // SAFETY: a live allocation of ours with its layout (from the table).
-    unsafe { std::alloc::dealloc(p as *mut u8, block.layout) };
-    ret(0)
+    pool.remove(&p);
+    Ok(block)
 }
 
 // --- bug check and debug output -------------------------------------------------------------
@@ -935,3 +952,6 @@ fn etw_write_transfer(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
 fn run_etw_callback(routine: usize, args: &[u64]) {
     let _ = super::cpu::call(routine, args);
 }
+
+#[cfg(test)]
+mod tests;
