@@ -52,7 +52,36 @@ pub fn validate_caps(caps: &DXGK_DRIVERCAPS) -> Result<(), String> {
     Ok(())
 }
 
+/// A refused install or service start, logged and returned as the load's failure.
+fn refused_install(
+    state: &crate::adapter::state::MachineState,
+    r: crate::install::Refusal,
+) -> SimError {
+    state.push_log(
+        rvgpu_kmd::platform::Level::Error,
+        format!("driver install or load refused: {r}"),
+    );
+    SimError::StartRefused {
+        rule: r.rule,
+        status: r.code as NTSTATUS,
+        why: r.why,
+    }
+}
+
 impl Machine {
+    /// Every adapter's keys become what the install wrote (with the configuration's edits on
+    /// top, [`crate::install::AdapterKeys::with_edits`]), and so does the software key the
+    /// driver's registry reads see.
+    fn adopt_installed_keys(&self, keys: &crate::install::AdapterKeys) {
+        for a in &self.adapters {
+            *lock(&a.installed_keys) = Some(keys.clone());
+            crate::adapter::registry::publish_software_key(
+                a.resources.pdo() as usize,
+                a.registry_keys().software_key,
+            );
+        }
+    }
+
     /// DriverEntry through `rvgpu::driver_entry::<SimKernel>` with the simulated
     /// `DxgkInitialize`.
     pub fn load_driver(&mut self) -> Result<(), SimError> {
@@ -108,6 +137,25 @@ impl Machine {
             state.raise_bugcheck(b);
             return Err(SimError::Bugcheck(b));
         }
+        // The Linux build has no files to install, but Windows still runs the INF stage for
+        // its device, on the machine's own build: the models line must match it (IN-08), and
+        // the registry it writes is the adapters' keys, as the package's install is for
+        // `rvgpu.sys` (below).
+        #[cfg(target_os = "linux")]
+        let linux_build = self.config.driver == crate::os::driver_build::DriverBuild::Linux;
+        #[cfg(not(target_os = "linux"))]
+        let linux_build = true;
+        if !self.config.install && !linux_build {
+            return Err(self.misuse(
+                "rvgpu.sys is loaded from its installed package: `install` stays on".into(),
+            ));
+        }
+        if self.config.install && linux_build {
+            match crate::install::inf_stage_keys(&self.config.os.windows) {
+                Ok(keys) => self.adopt_installed_keys(&keys),
+                Err(r) => return Err(refused_install(&state, r)),
+            }
+        }
         // The image comes from the package: installed as `pnputil /add-driver /install` does
         // (INF, catalog, trust), then the service start's code integrity and kernel loader
         // checks (LD-01..LD-05) on the driver-store copy (docs/windows-bringup.md §2, §1,
@@ -119,22 +167,10 @@ impl Machine {
                     .map_err(|e| SimError::setup_said("installing rvgpu", e))?;
                 let image = match loaded {
                     Ok((image, keys)) => {
-                        for a in &self.adapters {
-                            *lock(&a.installed_keys) = Some(keys.clone());
-                        }
+                        self.adopt_installed_keys(&keys);
                         image
                     }
-                    Err(r) => {
-                        state.push_log(
-                            rvgpu_kmd::platform::Level::Error,
-                            format!("driver install or load refused: {r}"),
-                        );
-                        return Err(SimError::StartRefused {
-                            rule: r.rule,
-                            status: r.code as NTSTATUS,
-                            why: r.why,
-                        });
-                    }
+                    Err(r) => return Err(refused_install(&state, r)),
                 };
                 Some(
                     crate::pe::attach(&state, Some(&image))

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 mod common;
-use common::start_edits::pe_package_refused_on_22631;
+use common::start_edits::past_the_installer;
 use common::{
     one_user_mode_submission, qai_leaks_dispatch, real_qai, refused, start_with_qai_hook,
 };
@@ -105,9 +105,9 @@ fn q2_default_os_does_not_require_the_slot_after_notify_work_submission() {
 
     let mut c = MachineConfig::single(Mode::Step);
     c.os.windows = Windows::W22631;
-    if pe_package_refused_on_22631(&c) {
+    let Some(c) = past_the_installer(c) else {
         return;
-    }
+    };
     let mut m = Machine::new(c);
     m.load_driver_with(|t| t.Reserved4 = std::ptr::null_mut())
         .expect("load");
@@ -148,9 +148,7 @@ unsafe extern "system" fn segment_count_qai(
 
 /// Starts rvgpu on a machine built with `os`, its segment count replaced by `count` (`None`:
 /// its own).
-fn start_with_segments(os: OsConfig, count: Option<u32>) -> (Machine, Result<(), SimError>) {
-    let mut c = MachineConfig::single(Mode::Step);
-    c.os = os;
+fn start_with_segments(c: MachineConfig, count: Option<u32>) -> (Machine, Result<(), SimError>) {
     let mut m = Machine::new(c);
     SEGMENT_COUNT.set(count);
     let r = start_with_qai_hook(&mut m, segment_count_qai, |_| {});
@@ -165,7 +163,7 @@ fn start_with_segments(os: OsConfig, count: Option<u32>) -> (Machine, Result<(),
 #[test]
 fn q4_zero_segments_are_refused_with_no_memory() {
     assert!(!OsConfig::default().windows.zero_segments_accepted());
-    let (_, r) = start_with_segments(OsConfig::default(), Some(0));
+    let (_, r) = start_with_segments(MachineConfig::single(Mode::Step), Some(0));
     refused(r, "BR-62", STATUS_NO_MEMORY);
 }
 
@@ -175,17 +173,12 @@ fn q4_zero_segments_are_refused_with_no_memory() {
 /// its paging-buffer size is never reported and the paging pool has no buffers (BR-65).
 #[test]
 fn q4_22631_does_not_refuse_the_zero_count_itself() {
-    let os = OsConfig {
-        windows: Windows::W22631,
-        ..OsConfig::default()
-    };
-    if pe_package_refused_on_22631(&MachineConfig {
-        os: os.clone(),
-        ..MachineConfig::single(Mode::Step)
-    }) {
+    let mut c = MachineConfig::single(Mode::Step);
+    c.os.windows = Windows::W22631;
+    let Some(c) = past_the_installer(c) else {
         return;
-    }
-    let (m, r) = start_with_segments(os, Some(0));
+    };
+    let (m, r) = start_with_segments(c, Some(0));
     match r {
         Err(SimError::StartRefused { rule, .. }) => assert_ne!(rule, "BR-62"),
         other => panic!(
@@ -200,17 +193,12 @@ fn q4_22631_does_not_refuse_the_zero_count_itself() {
 #[test]
 fn q4_rvgpu_starts_under_either_answer() {
     for windows in [Windows::W24H2, Windows::W22631] {
-        let os = OsConfig {
-            windows,
-            ..OsConfig::default()
-        };
-        if pe_package_refused_on_22631(&MachineConfig {
-            os: os.clone(),
-            ..MachineConfig::single(Mode::Step)
-        }) {
+        let mut c = MachineConfig::single(Mode::Step);
+        c.os.windows = windows;
+        let Some(c) = past_the_installer(c) else {
             continue;
-        }
-        let (m, r) = start_with_segments(os, None);
+        };
+        let (m, r) = start_with_segments(c, None);
         if let Err(e) = r {
             panic!("{}: {e}; log {:#?}", windows.name(), m.driver_log());
         }

@@ -357,15 +357,14 @@ pub fn stamped_repository_inf() -> String {
 }
 
 /// The adapter keys a machine's adapters start with ([`crate::machine::AdapterConfig`]
-/// defaults): what installing the driver wrote. A machine that runs `rvgpu.sys`
-/// (`RVGPU_DRIVER=pe`, the harness's `--driver pe`) gets the registry of the test-signed
-/// package installed on a test machine; the Linux build, the registry of the INF stage over
-/// the repository's INF stamped as the package's is. Once per process each.
+/// defaults): what installing the driver writes on 24H2, the first Windows the INF targets,
+/// whatever Windows the process's machines play. A machine's own install, on its own
+/// [`crate::os::Windows`], replaces them when it loads the driver ([`AdapterKeys::with_edits`]).
+/// A machine that runs `rvgpu.sys` (`RVGPU_DRIVER=pe`, the harness's `--driver pe`) starts
+/// from the registry of the test-signed package installed on a test machine (once per
+/// process); the Linux build, from [`inf_stage_keys`].
 pub fn default_adapter_keys() -> AdapterKeys {
-    // The Windows machines play unless configured otherwise: a kernel the INF does not
-    // target installs nothing.
-    let build = crate::os::Windows::from_env().build_number();
-    static INF_ONLY: std::sync::OnceLock<AdapterKeys> = std::sync::OnceLock::new();
+    let windows = crate::os::Windows::W24H2;
     #[cfg(target_os = "linux")]
     {
         static PACKAGE: std::sync::OnceLock<AdapterKeys> = std::sync::OnceLock::new();
@@ -374,7 +373,8 @@ pub fn default_adapter_keys() -> AdapterKeys {
         {
             return PACKAGE
                 .get_or_init(|| {
-                    let installed = install_package(path.as_deref(), build, true, true);
+                    let installed =
+                        install_package(path.as_deref(), windows.build_number(), true, true);
                     match installed {
                         Ok(Ok((system, installed))) => {
                             AdapterKeys::read(&system, &installed.software_key_path)
@@ -386,13 +386,27 @@ pub fn default_adapter_keys() -> AdapterKeys {
                 .clone();
         }
     }
-    INF_ONLY
-        .get_or_init(|| {
+    inf_stage_keys(&windows).unwrap_or_default()
+}
+
+/// What installing the driver writes on a machine of `windows` that runs the Linux build: the
+/// INF stage ([`System::install_inf_only`]) over the repository's INF stamped as the package's
+/// is, once per build number. `Err`: Windows refuses the INF there (IN-08: the INF's models
+/// line needs build 26100).
+pub fn inf_stage_keys(windows: &crate::os::Windows) -> Result<AdapterKeys, Refusal> {
+    type Installs = std::collections::HashMap<u32, Result<AdapterKeys, Refusal>>;
+    static INSTALLS: std::sync::OnceLock<std::sync::Mutex<Installs>> = std::sync::OnceLock::new();
+    let build = windows.build_number();
+    let mut installs = INSTALLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    installs
+        .entry(build)
+        .or_insert_with(|| {
             let mut system = System::stock(build);
-            match system.install_inf_only(&stamped_repository_inf()) {
-                Ok(path) => AdapterKeys::read(&system, &path),
-                Err(_) => AdapterKeys::default(),
-            }
+            let path = system.install_inf_only(&stamped_repository_inf())?;
+            Ok(AdapterKeys::read(&system, &path))
         })
         .clone()
 }

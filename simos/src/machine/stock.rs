@@ -47,6 +47,7 @@ impl MachineConfig {
             os: OsConfig::default(),
             adapters: vec![AdapterConfig::dgpu()],
             pci: None,
+            install: true,
             #[cfg(target_os = "linux")]
             driver: crate::os::driver_build::DriverBuild::from_env(),
         }
@@ -59,6 +60,7 @@ impl MachineConfig {
             os: OsConfig::default(),
             adapters: vec![AdapterConfig::igpu(), AdapterConfig::dgpu()],
             pci: None,
+            install: true,
             #[cfg(target_os = "linux")]
             driver: crate::os::driver_build::DriverBuild::from_env(),
         }
@@ -77,6 +79,7 @@ impl MachineConfig {
             },
             adapters: vec![dgpu],
             pci: None,
+            install: true,
             #[cfg(target_os = "linux")]
             driver: crate::os::driver_build::DriverBuild::from_env(),
         }
@@ -91,6 +94,7 @@ impl MachineConfig {
             os: OsConfig::default(),
             adapters: vec![igpu, AdapterConfig::dgpu()],
             pci: None,
+            install: true,
             #[cfg(target_os = "linux")]
             driver: crate::os::driver_build::DriverBuild::from_env(),
         }

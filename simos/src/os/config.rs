@@ -232,6 +232,13 @@ pub struct MachineConfig {
     /// devices in this process (`hal::pci`): adapter `i` is the spec's function `i`, so there
     /// are at most as many adapters as functions. Threaded mode.
     pub pci: Option<PciSpec>,
+    /// Loading the driver installs it first, as Windows does (default): for the Linux build
+    /// the INF stage on the machine's [`OsConfig::windows`], for `rvgpu.sys` the package
+    /// ([`crate::install`]); the install's registry writes are the adapters' keys, and a
+    /// refusal (IN-08 on a build the INF does not target) fails the load. `false` loads the
+    /// Linux build as if installed, with the configured keys: a test's knob for a start rule
+    /// of a Windows no install reaches (the 22631 kernel's). `rvgpu.sys` is always installed.
+    pub install: bool,
     /// Which build of the driver the machine loads: the Linux build linked in, or `rvgpu.sys`
     /// in the x86-64 emulator (default: `RVGPU_DRIVER`, see [`crate::os::driver_build::DriverBuild::from_env`]).
     #[cfg(target_os = "linux")]

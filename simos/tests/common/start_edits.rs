@@ -260,17 +260,22 @@ pub fn start_with_node_edit(
 pub static REAL_START_DEVICE: std::sync::OnceLock<rvgpu_ddi::init::PDXGKDDI_START_DEVICE> =
     std::sync::OnceLock::new();
 
-/// Whether `c` is a machine of the 22631 kernel running `rvgpu.sys`, which never reaches a
-/// start check there: the shipped INF's models need build 26100, so installing the package is
-/// refused (IN-08; checked here).
-pub fn pe_package_refused_on_22631(c: &MachineConfig) -> bool {
-    if c.os.windows.kernel() != rvgpu_simos::Kernel::W22631
-        || !matches!(c.driver, rvgpu_simos::pe::DriverBuild::Pe(_))
-    {
-        return false;
+/// `c` made to reach the start checks of its Windows. A 22631-kernel machine's install is
+/// refused on either build (IN-08: the shipped INF's models need build 26100; checked here),
+/// so the Linux build then loads as if installed (`MachineConfig::install` off), and
+/// `rvgpu.sys`, which only its package brings, never reaches them (`None`). Another Windows:
+/// `c` as it is.
+pub fn past_the_installer(mut c: MachineConfig) -> Option<MachineConfig> {
+    if c.os.windows.kernel() != rvgpu_simos::Kernel::W22631 {
+        return Some(c);
     }
     match Machine::new(c.clone()).load_driver() {
-        Err(SimError::StartRefused { rule: "IN-08", .. }) => true,
+        Err(SimError::StartRefused { rule: "IN-08", .. }) => {}
         other => panic!("22631: expected the install's IN-08, got {other:?}"),
     }
+    if matches!(c.driver, rvgpu_simos::pe::DriverBuild::Pe(_)) {
+        return None;
+    }
+    c.install = false;
+    Some(c)
 }
