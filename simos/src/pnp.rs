@@ -485,7 +485,7 @@ impl Machine {
         let outcome = kmdver::check(
             a.os.disable_version_mismatch_check,
             t.Version,
-            u32::from(rvgpu_hw::pci::VENDOR_ID),
+            u32::from(a.config.pci_vendor_id),
             a.registry_keys().driver_version.as_deref(),
             file,
         );

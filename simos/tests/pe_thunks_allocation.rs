@@ -167,7 +167,7 @@ fn ddi_03_d3dkmtcreateallocation2_refuses_what_24h2_refuses() {
         ("no pool for the handle list", "pool exhaustion"),
         (
             "StandardAllocation on a driver below WDDM 2.0",
-            "the driver is WDDM 3.2",
+            "driven by ddi_03_a_standard_allocation_needs_a_driver_of_wddm_2_or_later",
         ),
         ("the device not active", BY_MUST_SUCCEED),
     ];

@@ -1019,7 +1019,8 @@ fn d3dkmt_escape_answers_as_24h2() {
                 "DRIVERPRIVATE to a vendor 0x1002 adapter without adapter flag 8: \
                  PrivateDriverDataSize under 12, or the third dword, its low byte \
                  cleared, 0x01000C00, 0x01000D00 or 0x01000E00",
-                "the simulated adapter is not vendor 0x1002's",
+                "the adapter is not vendor 0x1002's; driven by \
+                 nf_13_a_vendor_1002_adapter_screens_driver_private_escapes_before_the_driver",
             ),
         ],
     );

@@ -1391,7 +1391,7 @@ fn mf_01_d3dkmtcreatesynchronizationobject2_answers_as_24h2() {
             ),
             (
                 "a fence: the adapter not on dxgmms2",
-                "every simulated adapter is on dxgmms2",
+                "driven by mf_01_a_monitored_fence_needs_a_driver_of_wddm_2_or_later",
             ),
         ],
     );

@@ -214,8 +214,7 @@ refusals! {
         DeviceActive: "the device not active" => DEVICE_REMOVED;
         PoolHandleList: "no pool for the handle list" => NO_MEMORY,
             elsewhere "not modelled: NumAllocations is bounded before, and the simulated pool holds that list";
-        StandardAllocationDriverBelow: "StandardAllocation on a driver below WDDM 2.0" => INVALID_PARAMETER,
-            elsewhere "the KMD reports WDDM 3.2";
+        StandardAllocationDriverBelow: "StandardAllocation on a driver below WDDM 2.0" => INVALID_PARAMETER;
         CrossAdapterAdapterWithout: "CrossAdapter on an adapter without cross-adapter resources, or without CreateShared" => INVALID_PARAMETER;
         PAllocationInfo2Readable: "pAllocationInfo2 not readable" => ACCESS_VIOLATION,
             elsewhere "the caller's memory answers it (`CallerMemory::read`)";
@@ -263,7 +262,8 @@ pub const CREATE_ALLOCATION2: Thunk = Thunk {
 /// 2. [`create_allocation_checks`];
 /// 3. `K:COREDEVICEACCESS::AcquireShared` @0x14000F550: the device not active (stopped with
 ///    its adapter, `lock::device_active`; a device VidSch put in error goes on),
-///    STATUS_DEVICE_REMOVED;
+///    STATUS_DEVICE_REMOVED; then `StandardAllocation` on an adapter whose D3DKMT driver
+///    version is below WDDM 2.0's (`d3dkmt_driver_version`);
 /// 4. `CreateAllocation`: `CrossAdapter` without `CreateShared` (the adapter's cross-adapter
 ///    bit is checked first with the same status);
 /// 5. the `NumAllocations` entries at `pAllocationInfo2` captured from `mem` (its fault
@@ -296,6 +296,10 @@ pub fn dxgk_create_allocation_internal(
     create_allocation_checks(signing, a.Flags, a.NumAllocations, a.hResource)?;
     let sh = m.kmt(&p).thunk()?;
     super::lock::device_active(&sh, p.device, CreateAllocation2Check::DeviceActive.refuse())?;
+    if a.Flags & STANDARD_ALLOCATION != 0 && d3dkmt_driver_version(&sh) < KMT_DRIVERVERSION_WDDM_2_0
+    {
+        return Err(CreateAllocation2Check::StandardAllocationDriverBelow.refuse());
+    }
     a.hGlobalShare = 0;
     let made = device_create_allocation(m, &sh, p, a, mem);
     let written = write_back(a);
@@ -306,6 +310,37 @@ pub fn dxgk_create_allocation_internal(
             Err(e)
         }
         (Err(e), _) => Err(e),
+    }
+}
+
+/// `KMT_DRIVERVERSION_WDDM_2_0`, below which 24H2 refuses a standard allocation.
+const KMT_DRIVERVERSION_WDDM_2_0: u32 = 2000;
+
+/// The adapter's D3DKMT driver version (DXGADAPTER +3004), which `K:DXGADAPTER::Initialize`
+/// @0x14018FAF8 derives from the `WDDMVersion` the driver reported in its DRIVERCAPS with
+/// `K:DxgkConvertWddmVersionToD3DKMTDriverVersion` @0x14007E640 (that table, and 1105 for a
+/// version it does not list). Below WDDM 1.3 `Initialize` picks 1000, 1105, 1200 or 1300 from
+/// state the simulation does not keep; all are below 2000, the one value the create compares
+/// with, as the table's answers there are.
+fn d3dkmt_driver_version(a: &AdapterShared) -> u32 {
+    let wddm = crate::base::lock::lock(&a.caps).map_or(0, |c| c.WDDMVersion as u32);
+    match wddm {
+        0x3200 => 3200,
+        0x3100 => 3100,
+        0x3000 => 3000,
+        0x2900 => 2900,
+        0x2800 => 2800,
+        0x2700 => 2700,
+        0x2600 => 2600,
+        0x2500 => 2500,
+        0x2400 => 2400,
+        0x2300 => 2300,
+        0x2200 => 2200,
+        0x2100 => 2100,
+        0x2000 => 2000,
+        0x1300 => 1300,
+        0x1200 => 1200,
+        _ => 1105,
     }
 }
 

@@ -85,8 +85,9 @@ pub const ESCAPE: Thunk = Thunk {
            DEBUG_SNAPSHOT, WHQL_INFO, BRIGHTNESS, EDID_CACHE, MIRACAST_ADAPTER_DIAG_INFO \
            (and its IsDiagnosticAllowed refusal) and the verifier options; a delay (VIDSCH \
            command 3) does not sleep; DRT is taken as off and the process as neither on the \
-           console session nor admin; the vendor 0x1002 check is not made (the simulated \
-           adapter is not that vendor's); adapter access (exclusive with \
+           console session nor admin; the vendor 0x1002 check reads the adapter's configured \
+           PCI vendor ID and takes its flag 8 (DXGADAPTER +444 bit 3, not identified) as \
+           clear; adapter access (exclusive with \
            Flags.HardwareAccess, which also flushes the scheduler) is not taken: an adapter \
            not active is STATUS_DEVICE_REMOVED whatever the flags; the known escape's and \
            DxgkDdiEscape's statuses are returned as they are; the harness's simulated backend \
@@ -117,7 +118,8 @@ pub const ESCAPE: Thunk = Thunk {
 ///    the kernel copy back when it writes one;
 /// 9. `Flags.DriverKnownEscape`: the known escape on the kernel copy (its status as it is);
 ///    else, for the driver: its `DxgkDdiEscape` missing (STATUS_NOT_SUPPORTED), no data,
-///    `Flags.DriverCommonEscape` (STATUS_NOT_SUPPORTED), then `DxgkDdiEscape` with the driver's
+///    an adapter of PCI vendor 0x1002 and data it screens out (`types::vendor_refuses`,
+///    STATUS_NOT_SUPPORTED), `Flags.DriverCommonEscape` (STATUS_NOT_SUPPORTED), then `DxgkDdiEscape` with the driver's
 ///    device, context and process handles, whose status is returned.
 ///
 /// On an `NT_SUCCESS` status the kernel copy is written back to the caller's private data.
@@ -247,6 +249,9 @@ fn driver_private(
         .ok_or(C::DRIVERPRIVATEDriverHas.refuse())?;
     if data.is_empty() {
         return Err(C::DRIVERPRIVATEPrivateDriverDataSizePPrivateDriverData.refuse());
+    }
+    if types::vendor_refuses(shared.config.pci_vendor_id, data) {
+        return Err(C::DRIVERPRIVATEVendorX1002.refuse());
     }
     if a.Flags & DRIVER_COMMON_ESCAPE != 0 {
         return Err(C::DRIVERPRIVATEFlagsDriverCommonEscape.refuse());

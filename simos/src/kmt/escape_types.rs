@@ -73,8 +73,7 @@ refusals! {
         DRIVERPRIVATEPrivateDriverDataSizePPrivateDriverData: "DRIVERPRIVATE: PrivateDriverDataSize 0 or pPrivateDriverData NULL" => INVALID_PARAMETER;
         DRIVERPRIVATEVendorX1002: "DRIVERPRIVATE to a vendor 0x1002 adapter without adapter flag 8: \
             PrivateDriverDataSize under 12, or the third dword, its low byte \
-            cleared, 0x01000C00, 0x01000D00 or 0x01000E00" => NOT_SUPPORTED,
-            elsewhere "the simulated adapter is not vendor 0x1002's";
+            cleared, 0x01000C00, 0x01000D00 or 0x01000E00" => NOT_SUPPORTED;
         DRIVERPRIVATEFlagsDriverCommonEscape: "DRIVERPRIVATE with Flags.DriverCommonEscape" => NOT_SUPPORTED;
         TypeVIDMMCommand: "Type VIDMM command 9 (suspend) without its fifth dword and without DRT" => ACCESS_DENIED;
         TypeTDRDBGCTRLPrivateDriverDataSize: "Type TDRDBGCTRL: PrivateDriverDataSize under 4 with data, a command above 8, or \
@@ -182,6 +181,25 @@ fn dword(data: &[u8], i: usize) -> u32 {
     data.get(at..at.saturating_add(4))
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
         .map_or(0, u32::from_le_bytes)
+}
+
+/// PCI vendor ID 0x1002, whose driver-private escapes 24H2 screens.
+const VENDOR_1002: u16 = 0x1002;
+
+/// Whether 24H2 refuses a driver-private escape with kernel copy `data` (not empty) to an
+/// adapter of PCI vendor ID `vendor` (DXGADAPTER +420): `DxgkEscape` screens vendor 0x1002's
+/// unless the adapter's +444 bit 3 is set (not identified; the simulation takes it as clear),
+/// refusing fewer than 12 bytes, and a third dword that, its low byte cleared, is 0x01000C00,
+/// 0x01000D00 or 0x01000E00.
+pub(super) fn vendor_refuses(vendor: u16, data: &[u8]) -> bool {
+    if vendor != VENDOR_1002 {
+        return false;
+    }
+    data.len() < 12
+        || matches!(
+            dword(data, 2) & 0xFFFF_FF00,
+            0x0100_0C00 | 0x0100_0D00 | 0x0100_0E00
+        )
 }
 
 /// What 24H2 answers for a type before it looks at any handle (after the capture and the

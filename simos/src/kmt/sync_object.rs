@@ -93,6 +93,13 @@ pub fn check_arguments(a: &D3DKMT_CREATESYNCHRONIZATIONOBJECT2) -> Result<(), Nt
     Ok(())
 }
 
+/// `K:DXGADAPTER::IsDxgmms2` @0x14002F1A0: the `WDDMVersion` the driver reported in its
+/// DRIVERCAPS (DXGADAPTER +2736) is 2.0 (0x2000) or later, or a byte at +3036 is set (not
+/// identified; the simulation takes it as clear).
+fn is_dxgmms2(a: &crate::adapter::AdapterShared) -> bool {
+    crate::base::lock::lock(&a.caps).is_some_and(|c| c.WDDMVersion as u32 >= 0x2000)
+}
+
 /// Whether `t` is one of the two monitored fence types (24H2's `Type - 5 <= 1`).
 fn is_fence(t: u32) -> bool {
     t.wrapping_sub(MONITORED_FENCE) <= 1
@@ -110,10 +117,7 @@ refusals! {
         NoGpuAccess: "Info.Flags bit 7 on a type other than the two fences" => INVALID_PARAMETER;
         Device: "hDevice not in the caller's handle table" => INVALID_PARAMETER;
         DeviceActive: "a fence: the device not active (other types: the adapter not active)" => DEVICE_REMOVED;
-        NotDxgmms2: "a fence: the adapter not on dxgmms2" => INVALID_PARAMETER,
-            elsewhere "`DXGADAPTER::IsDxgmms2` (asked in `DxgkCreateSynchronizationObjectImpl` \
-                @0x1403708E8) holds for a driver of WDDM 2.0 (0x2000) or later, and the KMD \
-                reports WDDM 3.2";
+        NotDxgmms2: "a fence: the adapter not on dxgmms2" => INVALID_PARAMETER;
         SignalByKmd: "SignalByKmd on a type other than D3DDDI_CPU_NOTIFICATION, or with Shared or \
             CrossAdapter" => INVALID_PARAMETER;
     }
@@ -151,8 +155,8 @@ pub const CREATE_SYNCHRONIZATION_OBJECT2: Thunk = Thunk {
 /// [`check_arguments`]; `hDevice` in the caller's handle table (`device`; unknown,
 /// STATUS_INVALID_PARAMETER); for a fence the device's core access (`K:COREDEVICEACCESS::
 /// AcquireShared` @0x14000F550, `lock::device_active`: stopped with its adapter,
-/// STATUS_DEVICE_REMOVED; a device VidSch put in error goes on; the adapter is always on
-/// dxgmms2 here); then `CreateSynchronizationObjectInternal`
+/// STATUS_DEVICE_REMOVED; a device VidSch put in error goes on), then the adapter not on
+/// dxgmms2 (`is_dxgmms2`, STATUS_INVALID_PARAMETER); then `CreateSynchronizationObjectInternal`
 /// @0x1402F9BAC's own check, `SignalByKmd` on a type other than `D3DDDI_CPU_NOTIFICATION` or
 /// with `Shared` or `CrossAdapter` (STATUS_INVALID_PARAMETER); then the object. On success `a`
 /// holds what 24H2 writes back ([`WRITTEN_BACK`]) and the fence is returned; on failure `a` is
@@ -172,6 +176,9 @@ pub fn dxgk_create_synchronization_object_impl(
             p.device,
             CreateSynchronizationObject2Check::DeviceActive.refuse(),
         )?;
+        if !is_dxgmms2(&shared) {
+            return Err(CreateSynchronizationObject2Check::NotDxgmms2.refuse());
+        }
     }
     if a.Info.Flags & SYNC_SIGNAL_BY_KMD != 0
         && (a.Info.Type != CPU_NOTIFICATION

@@ -19,6 +19,7 @@ impl AdapterConfig {
             driver_version: Some(crate::adapter::registry::inf_driver_version()),
             kmd_file_version: None,
             software_key: crate::adapter::registry::inf_software_key().unwrap_or_default(),
+            pci_vendor_id: rvgpu_hw::pci::VENDOR_ID,
         }
     }
 

@@ -217,6 +217,11 @@ pub struct AdapterConfig {
     /// `dxgkrnl::features`). Default: what `inf/rvgpu.inf` writes, parsed from the file
     /// ([`crate::adapter::registry::inf_software_key`]).
     pub software_key: RegKey,
+    /// The function's PCI vendor ID, as `DpiAddDevice` reads it from its configuration space
+    /// into the adapter (DXGADAPTER +420), where Dxgkrnl's vendor-keyed checks read it:
+    /// BR-14's exemptions, `D3DKMTEscape`'s vendor 0x1002 check. Default: the emulated
+    /// device's, `rvgpu_hw::pci::VENDOR_ID`.
+    pub pci_vendor_id: u16,
 }
 
 /// A machine's configuration.
