@@ -551,19 +551,30 @@ pub(super) fn resume_power_suspended(a: &AdapterShared) -> Result<(), SimError> 
 /// pending (VidSch learns of completion through the DPC's fence processing, not by reading the
 /// value: a signal whose interrupt has not been processed yet is not complete for it, and a
 /// power-down now would leave that wait behind a disabled interrupt).
+/// A node held active also counts: PoFx idles a device only once every component is idle, and
+/// a submission holds its node's reference from its first look at the queue to its DDI call.
 pub(super) fn pending_work(a: &AdapterShared) -> bool {
     // VidMm's paging in flight holds the GPU in D0 as well.
     if lock(&a.mm.vidmm).paging_busy() {
         return true;
     }
     let os = lock(&a.ums);
-    let busy = os.queues.values().any(|q| {
+    nodes_held_active(&os) || queued_work(&os)
+}
+
+/// Whether any node has an active reference counted.
+fn nodes_held_active(os: &crate::state::ums::UmsOs) -> bool {
+    os.node_active.iter().any(|&n| n > 0)
+}
+
+/// Whether any queue has work the OS has not seen complete, or a CPU wait on its progress fence.
+fn queued_work(os: &crate::state::ums::UmsOs) -> bool {
+    os.queues.values().any(|q| {
         q.known_work()
             || q.progress
                 .as_ref()
                 .is_some_and(|p| !p.pending_waits().is_empty())
-    });
-    busy
+    })
 }
 
 /// VidMm's power reference for paging (a GPU in D3 runs nothing, so VidMm brings the adapter to
@@ -641,7 +652,26 @@ pub(crate) fn power_down(
     // UM-14's optional step: with every context off the runlist, VidMm moves what no
     // device requires out of VRAM (`vidmm::residency`).
     m.residency_trim_for_d3(a)?;
-    set_power_state(a, PowerDeviceD3)?;
+    // The decision: in one look, no node held active (a submission counts its reference
+    // without the power lock, `take_if_f0`, and may be on its way to the DDI) and no work,
+    // and the adapter recorded as D3, so a reference taken past this look finds D3 and waits
+    // for the power-up behind this power-down.
+    let decided = {
+        let mut os = lock(&a.ums);
+        let go = !nodes_held_active(&os) && !queued_work(&os);
+        if go {
+            os.power = Power::D3;
+        }
+        go
+    };
+    if !decided {
+        resume_power_suspended(a)?;
+        return Ok(false);
+    }
+    if let Err(e) = set_power_state(a, PowerDeviceD3) {
+        lock(&a.ums).power = Power::D0;
+        return Err(e);
+    }
     Ok(true)
 }
 
@@ -718,5 +748,24 @@ mod tests {
         assert_eq!(lock(&a.ums).fstate.first(), Some(&1));
         assert!(!take_if_f0(&mut lock(&a.ums), 0), "F1: the slow path");
         assert_eq!(lock(&a.ums).node_active.first(), Some(&0));
+    }
+
+    /// UM-14: a node's reference counted by a submission on its way to the DDI holds the
+    /// adapter in D0: a power-down meanwhile backs out; once the reference is given back the
+    /// power-down goes through, and a reference is then counted only on the slow path.
+    #[test]
+    fn um_14_power_down_backs_out_under_a_submissions_node_reference() {
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        assert!(take_if_f0(&mut lock(&a.ums), 0));
+        let held = NodeActive::counted(&a, 0);
+        assert!(!m.power_down(0).expect("power down"), "backed out");
+        assert_eq!(power_state(&a), Power::D0);
+        drop(held);
+        assert!(m.power_down(0).expect("power down"));
+        assert_eq!(power_state(&a), Power::D3);
+        assert!(!take_if_f0(&mut lock(&a.ums), 0), "D3: the slow path");
     }
 }
