@@ -249,6 +249,15 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                     BugCheck::new(KMODE_EXCEPTION_NOT_HANDLED, [0xC000_001D, rip, 0, 0]),
                 );
             }
+            Some(Exit::StubArgument { addr, at }) => {
+                if user {
+                    return user_exception(STATUS_ACCESS_VIOLATION, addr, at);
+                }
+                return fault(
+                    e,
+                    BugCheck::new(bugcheck::PAGE_FAULT_IN_NONPAGED_AREA, [addr, 0, at, 0]),
+                );
+            }
             Some(Exit::Fault { addr, kind }) => {
                 if kind == unicorn::mem::FETCH_UNMAPPED
                     && addr != 0
@@ -275,8 +284,8 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
             None => {
                 let sp = e.read(reg::RSP) as usize;
                 let ret = if (e.stack..e.stack + STACK - 8).contains(&sp) {
-                    // SAFETY: inside this engine's stack.
-                    unsafe { (sp as *const u64).read() }
+                    // SAFETY: inside this engine's stack; unaligned, as the image's RSP may be.
+                    unsafe { (sp as *const u64).read_unaligned() }
                 } else {
                     0
                 };

@@ -15,6 +15,7 @@ use super::stubs::stub_at;
 use super::window::{mmio_read, mmio_write, on_window_access};
 use crate::pe::arena;
 use crate::pe::gdb;
+use crate::pe::umd::guest;
 use crate::pe::unicorn::{self, hook, reg, Api, HookCode, Uc};
 
 /// Why the processor stopped, recorded by a hook.
@@ -28,6 +29,12 @@ pub(super) enum Exit {
     Fault {
         addr: u64,
         kind: i32,
+    },
+    /// A stub's stack argument at `addr` could not be read: the page fault the routine at
+    /// stub `at` takes reading it.
+    StubArgument {
+        addr: u64,
+        at: u64,
     },
     /// The debugger changed memory while the processor was stopped before the instruction at
     /// `at`: it left the emulator to forget its translations and go on from where it is.
@@ -337,21 +344,15 @@ fn serve_stub(e: &Engine) -> Option<Exit> {
     let Some((name, f)) = stub_at(at as usize) else {
         return Some(Exit::Interrupt(3));
     };
-    let sp = e.read(reg::RSP) as usize;
-    let on_stack = |a: usize| (e.stack..e.stack + STACK - 8).contains(&a);
+    let sp = e.read(reg::RSP);
     let mut words = [0u64; 12];
-    for (i, w) in words.iter_mut().enumerate() {
-        *w = match ARG_REGS.get(i) {
-            Some(&r) => e.read(r),
-            None => {
-                let a = sp + 0x28 + 8 * (i - 4);
-                if on_stack(a) {
-                    // SAFETY: inside this engine's stack.
-                    unsafe { (a as *const u64).read() }
-                } else {
-                    0
-                }
-            }
+    for (w, &r) in words.iter_mut().zip(ARG_REGS.iter()) {
+        *w = e.read(r);
+    }
+    for (j, w) in words.iter_mut().skip(ARG_REGS.len()).enumerate() {
+        *w = match stack_argument(e, sp, j) {
+            Ok(v) => v,
+            Err(addr) => return Some(Exit::StubArgument { addr, at }),
         };
     }
     let value = match run_routine(&name, &f, &words, at) {
@@ -366,6 +367,26 @@ fn serve_stub(e: &Engine) -> Option<Exit> {
     // The processor goes on at the stub's `ret`: no PC is written (a PC written in a hook makes
     // Unicorn leave the block, which costs more than the call).
     None
+}
+
+/// Stack argument `j` (the fifth argument is 0) of a call whose return address is at `sp`:
+/// above the return address and the caller's 32-byte shadow space (Windows x64), or the
+/// address that could not be read. RSP is the image's to set (a bad or misaligned value is
+/// its bug): a word inside this processor's stack is read in place, any other through the
+/// checked copy user-mode pointers take ([`guest`]), and one that is not mapped is the fault
+/// reading it takes on Windows. The hook reads every stack word a routine may take, so a stub
+/// call whose RSP lies within 0x68 bytes of the end of mapped memory off this stack faults
+/// here even for a routine with fewer arguments.
+fn stack_argument(e: &Engine, sp: u64, j: usize) -> Result<u64, u64> {
+    let off = 0x28 + 8 * j as u64;
+    let addr = sp.checked_add(off).ok_or(sp.wrapping_add(off))?;
+    let (base, top) = (e.stack as u64, (e.stack + STACK) as u64);
+    if addr >= base && addr.checked_add(8).is_some_and(|end| end <= top) {
+        // SAFETY: 8 bytes inside this engine's stack (checked), which stays mapped read-write
+        // while the engine lives; read unaligned, as RSP may be.
+        return Ok(unsafe { (addr as usize as *const u64).read_unaligned() });
+    }
+    guest::read::<u64>(addr).map_err(|_| addr)
 }
 
 unsafe extern "C" fn on_interrupt(uc: Uc, intno: u32, user: *mut c_void) {
