@@ -459,3 +459,34 @@ fn zw_query_value_key_with_a_null_result_length_faults() {
     let b = bugcheck(&m).expect("bug check");
     assert_eq!(b.code, PAGE_FAULT_IN_NONPAGED_AREA);
 }
+
+/// The simulated ntoskrnl reads and writes through the image's pointers as a kernel routine
+/// does, unprobed: one into unmapped memory is the page fault Windows takes there, bug check
+/// 0x50 naming the address (read 0, write 1), never a fault of the host. A misaligned one is
+/// used where it points.
+#[test]
+fn ntoskrnl_routines_fault_on_the_images_unmapped_pointers() {
+    let m = pe_machine();
+    let mut out = [0u8; 9];
+    let misaligned = out.as_mut_ptr() as u64 + 1;
+    let r = m
+        .call_pe_import("KeQueryPerformanceCounter", Irql::Passive, &[misaligned])
+        .expect("imported");
+    assert!(r.is_ok(), "{r:?}");
+    assert_ne!(u64::from_le_bytes(out[1..].try_into().expect("8 bytes")), 0);
+    no_fault(&m);
+    let r = m
+        .call_pe_import("KeQueryPerformanceCounter", Irql::Passive, &[0x10])
+        .expect("imported");
+    assert!(matches!(r, Err(Stop::Halted)), "{r:?}");
+    let b = bugcheck(&m).expect("bug check");
+    assert_eq!((b.code, b.params[0], b.params[1]), (0x50, 0x10, 1));
+    // The format string of a debug print, read up to its NUL.
+    let m = pe_machine();
+    let r = m
+        .call_pe_import("DbgPrintEx", Irql::Passive, &[0, 0, 0x20])
+        .expect("imported");
+    assert!(matches!(r, Err(Stop::Halted)), "{r:?}");
+    let b = bugcheck(&m).expect("bug check");
+    assert_eq!((b.code, b.params[0], b.params[1]), (0x50, 0x20, 0));
+}

@@ -388,9 +388,20 @@ impl PeImage {
                 crate::dxgkrnl::callbacks::ffi::sim_dxgk_initialize(dobj, reg, std::ptr::null())
             }
         } else {
-            // SAFETY: the image passed its DRIVER_INITIALIZATION_DATA (identity-mapped host
-            // memory, read as Dxgkrnl reads it: a copy).
-            let mut t = unsafe { (table as *const DRIVER_INITIALIZATION_DATA).read_unaligned() };
+            // Read as Dxgkrnl reads it, a copy; memory the image cannot read is 0x50.
+            let Some(bytes) =
+                ntoskrnl::image_bytes(table, std::mem::size_of::<DRIVER_INITIALIZATION_DATA>())
+            else {
+                return StubResult::Return(0);
+            };
+            // SAFETY: `bytes` holds a whole DRIVER_INITIALIZATION_DATA (its size, copied from
+            // the image), read unaligned from the vector.
+            let mut t = unsafe {
+                bytes
+                    .as_ptr()
+                    .cast::<DRIVER_INITIALIZATION_DATA>()
+                    .read_unaligned()
+            };
             t.visit_slots(&mut DdiBridge { image: self });
             // SAFETY: a valid table on this frame for the duration of the call.
             unsafe { crate::dxgkrnl::callbacks::ffi::sim_dxgk_initialize(dobj, reg, &t) }

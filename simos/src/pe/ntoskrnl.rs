@@ -254,24 +254,27 @@ fn ret(v: u64) -> StubResult {
     StubResult::Return(v)
 }
 
-/// A UTF-16 `UNICODE_STRING` at `p`, or `None` for a malformed one.
+/// A UTF-16 `UNICODE_STRING` at `p`, or `None` for a NULL or malformed one. The structure
+/// and its buffer are read as [`image_bytes`] reads: one the image cannot read is 0x50
+/// (raised, `None`).
 fn unicode_string(p: u64) -> Option<String> {
     if p == 0 {
         return None;
     }
-    // SAFETY: the image passed a pointer to its UNICODE_STRING (16 bytes); identity-mapped
-    // host memory that the image just read or wrote.
-    let (len, buf) = unsafe {
-        let len = (p as *const u16).read_unaligned();
-        let buf = ((p + 8) as *const u64).read_unaligned();
-        (len, buf)
-    };
+    let head = image_bytes(p, 16)?;
+    let len = usize::from(u16::from_le_bytes([head[0], head[1]]));
+    let mut at = [0u8; 8];
+    at.copy_from_slice(&head[8..16]);
+    let buf = u64::from_le_bytes(at);
     if buf == 0 || len % 2 != 0 {
         return None;
     }
-    // SAFETY: `Length` bytes of UTF-16 at `Buffer`, as the string declares.
-    let units = unsafe { std::slice::from_raw_parts(buf as *const u16, usize::from(len) / 2) };
-    Some(String::from_utf16_lossy(units))
+    let bytes = image_bytes(buf, len)?;
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    Some(String::from_utf16_lossy(&units))
 }
 
 // --- pool -----------------------------------------------------------------------------------
@@ -409,7 +412,9 @@ fn dbg_print_ex(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
         2 => Level::Trace,
         _ => Level::Info,
     };
-    let text = format_c(w[2], &w[3..]);
+    let Some(text) = format_c(w[2], &w[3..]) else {
+        return ret(STATUS_SUCCESS);
+    };
     // The Windows platform prefixes its messages for the debugger's output; the machine's log
     // holds the message as the Linux build logs it.
     let text = text
@@ -422,19 +427,38 @@ fn dbg_print_ex(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     ret(STATUS_SUCCESS)
 }
 
-fn c_string(p: u64) -> String {
+/// The most of one string `DbgPrint` formats: its whole output is at most 512 bytes.
+/// <https://learn.microsoft.com/windows-hardware/drivers/ddi/wdm/nf-wdm-dbgprint>
+const DBG_PRINT_MAX: usize = 512;
+
+/// The NUL-terminated string the image passed at `p`, cut at [`DBG_PRINT_MAX`] bytes. It is
+/// read a page at a time as [`image_bytes`] reads (a page is readable whole or not at all):
+/// one the image cannot read is 0x50 at its first byte there (raised, `None`).
+fn c_string(p: u64) -> Option<String> {
     if p == 0 {
-        return "(null)".into();
+        return Some("(null)".into());
     }
-    // SAFETY: a NUL-terminated string the image passed (identity-mapped host memory).
-    unsafe { std::ffi::CStr::from_ptr(p as *const std::ffi::c_char) }
-        .to_string_lossy()
-        .into_owned()
+    let mut text = Vec::new();
+    let mut at = p;
+    while text.len() < DBG_PRINT_MAX {
+        let in_page = 4096 - (at % 4096) as usize;
+        let piece = image_bytes(at, in_page.min(DBG_PRINT_MAX - text.len()))?;
+        if let Some(end) = piece.iter().position(|&b| b == 0) {
+            text.extend_from_slice(&piece[..end]);
+            break;
+        }
+        text.extend_from_slice(&piece);
+        let Some(next) = at.checked_add(piece.len() as u64) else {
+            break;
+        };
+        at = next;
+    }
+    Some(String::from_utf8_lossy(&text).into_owned())
 }
 
 /// The subset of DbgPrint's format the image uses (`%s`, integers, `%p`, `%%`).
-fn format_c(fmt: u64, args: &[u64]) -> String {
-    let f = c_string(fmt);
+fn format_c(fmt: u64, args: &[u64]) -> Option<String> {
+    let f = c_string(fmt)?;
     let mut out = String::new();
     let mut args = args.iter();
     let mut chars = f.chars().peekable();
@@ -451,7 +475,7 @@ fn format_c(fmt: u64, args: &[u64]) -> String {
         }
         let a = args.next().copied().unwrap_or(0);
         match chars.next() {
-            Some('s') => out.push_str(&c_string(a)),
+            Some('s') => out.push_str(&c_string(a)?),
             Some('d' | 'i') => out.push_str(&(a as i64).to_string()),
             Some('u') => out.push_str(&a.to_string()),
             Some('x') => out.push_str(&format!("{a:x}")),
@@ -466,7 +490,7 @@ fn format_c(fmt: u64, args: &[u64]) -> String {
             None => {}
         }
     }
-    out
+    Some(out)
 }
 
 // --- dxgkrnl registration -------------------------------------------------------------------
@@ -507,10 +531,10 @@ fn io_get_device_object_pointer(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubR
             img.kernel()
                 .file_refs
                 .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-            // SAFETY: the image's two out-pointers (checked non-null).
-            unsafe {
-                (w[2] as *mut u64).write_unaligned(img.kernel().file_object.as_ptr() as u64);
-                (w[3] as *mut u64).write_unaligned(img.kernel().device_object.as_ptr() as u64);
+            if !image_write(w[2], img.kernel().file_object.as_ptr() as u64)
+                || !image_write(w[3], img.kernel().device_object.as_ptr() as u64)
+            {
+                return ret(STATUS_INVALID_PARAMETER);
             }
             ret(STATUS_SUCCESS)
         }
@@ -571,17 +595,18 @@ fn iof_call_driver(img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
     } else if out == 0 || out_len < 8 {
         (STATUS_BUFFER_TOO_SMALL, 0)
     } else {
-        // SAFETY: the IRP's output buffer, at least 8 bytes (checked).
-        unsafe { (out as *mut u64).write_unaligned(img.dxgk_initialize_stub() as u64) };
+        if !image_write(out as u64, img.dxgk_initialize_stub() as u64) {
+            return ret(STATUS_INVALID_PARAMETER);
+        }
         (STATUS_SUCCESS, 8)
     };
     lock(&img.kernel().requests).push((code, status as u32 as i32));
-    if iosb != 0 {
-        // SAFETY: the caller's IO_STATUS_BLOCK (16 bytes), given when the IRP was built.
-        unsafe {
-            (iosb as *mut u64).write_unaligned(status);
-            ((iosb + 8) as *mut u64).write_unaligned(info);
-        }
+    // The caller's IO_STATUS_BLOCK (Status, Information), given when the IRP was built; its
+    // second word's address wraps as the processor's would.
+    if iosb != 0
+        && !(image_write(iosb as u64, status) && image_write((iosb as u64).wrapping_add(8), info))
+    {
+        return ret(STATUS_INVALID_PARAMETER);
     }
     ret(status)
 }
@@ -628,9 +653,8 @@ fn mm_get_physical_address(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResul
 
 /// `KeQueryPerformanceCounter`: the simulation's QPC.
 fn ke_query_performance_counter(_img: &Arc<dyn Instance>, w: &[u64; 12]) -> StubResult {
-    if w[0] != 0 {
-        // SAFETY: the image's out-pointer (checked non-null).
-        unsafe { (w[0] as *mut u64).write_unaligned(crate::base::clock::QPC_HZ) };
+    if w[0] != 0 && !image_write(w[0], crate::base::clock::QPC_HZ) {
+        return ret(0);
     }
     ret(crate::base::clock::qpc())
 }
@@ -787,7 +811,7 @@ struct RawDataDescriptor {
 /// The `len` bytes the image points at `p`, copied without trusting the pointer
 /// (`pe::umd::guest`): an address the image cannot read is the page fault Windows takes inside
 /// the routine, bug check 0x50 naming it, raised here (`None`).
-fn image_bytes(p: u64, len: usize) -> Option<Vec<u8>> {
+pub(super) fn image_bytes(p: u64, len: usize) -> Option<Vec<u8>> {
     if len == 0 {
         return Some(Vec::new());
     }
