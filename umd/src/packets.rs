@@ -107,7 +107,7 @@ fn emit<S: WordSink, const N: usize>(
 /// Stores `c`'s encoded words (the layout of [`Command::encode`]); `Bad` for a command that
 /// does not encode whole.
 #[inline(always)]
-fn store_command<S: WordSink>(c: &Command, out: &mut S) -> Result<(), Refused> {
+pub(crate) fn store_command<S: WordSink>(c: &Command, out: &mut S) -> Result<(), Refused> {
     match *c {
         Command::Nop { len: 0 } | Command::WriteData { .. } => Err(Refused::Bad),
         Command::Nop { len } => {

@@ -16,7 +16,7 @@ use crate::kmt::{
     Allocation, AllocationCpu, FenceCpu, Kmt, KmtHandle, NtStatus, QueueProgress,
     STATUS_INSUFFICIENT_RESOURCES,
 };
-use crate::packets::{Packets, WordBudget, WordSink};
+use crate::packets::{store_command, Packets, Refused, WordBudget, WordSink};
 
 // ---------------------------------------------------------------------------------------------
 // Kernel-mode path
@@ -316,19 +316,6 @@ impl<K: Kmt> KernelPath<K> {
         if bytes == 0 || bytes > self.max_bytes() {
             return Err(SubmitError::TooLarge);
         }
-        self.copy_and_submit(kmt, cmds, bytes, may_wait)
-    }
-
-    /// [`Self::submit_copied`] once its caller checked `0 < bytes <= max_bytes()` (the usual
-    /// batch's check pass in [`Self::submit`] does; inlined there).
-    #[inline(always)]
-    fn copy_and_submit(
-        &mut self,
-        kmt: &K,
-        cmds: &[Command],
-        bytes: u64,
-        may_wait: bool,
-    ) -> Result<u64, SubmitError> {
         if self.head.saturating_add(bytes) > self.cb_size() {
             self.next_buffer(kmt)?;
         }
@@ -362,7 +349,62 @@ impl<K: Kmt> KernelPath<K> {
     /// becomes its own submission of the buffer it names (the KMD wraps every submission in an
     /// INDIRECT, and INDIRECTs do not nest). Returns the progress value of the last
     /// submission; an empty batch is one NOP.
+    ///
+    /// The usual batch (no INDIRECT, room for it in the current buffer) is checked as it is
+    /// stored, straight into that room, and submitted once whole: nothing is submitted before
+    /// every command went in, and what a refused batch stored lies past `head`, in space the
+    /// GPU is not given. Any other batch goes to [`Self::submit_checked`], which checks it
+    /// whole first.
     pub(super) fn submit(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
+        let cur = self.cur;
+        let start = self.head;
+        let cb = &self.cbs.get(cur).ok_or(SubmitError::Lost)?.alloc;
+        // Every buffer is `cb_size()` long; one submission is at most `MAX_INDIRECT`.
+        let room = cb.size.saturating_sub(start).min(MAX_INDIRECT) / 8;
+        let mut sink = BufferSink {
+            mem: &cb.mem,
+            off: start,
+            budget: WordBudget::new(room),
+        };
+        let mut waits = false;
+        let mut stored = !cmds.is_empty();
+        for c in cmds {
+            if matches!(c, Command::Indirect { .. }) {
+                stored = false;
+                break;
+            }
+            waits |= matches!(c, Command::FenceWait { .. });
+            match store_command(c, &mut sink) {
+                Ok(()) => {}
+                // Refused before any size, as in the whole-batch check.
+                Err(Refused::Bad) => return Err(SubmitError::BadCommand),
+                Err(Refused::Room) => {
+                    stored = false;
+                    break;
+                }
+            }
+        }
+        if !stored {
+            return self.submit_checked(kmt, cmds);
+        }
+        let off = sink.off;
+        let bytes = room.saturating_sub(sink.budget.room()).saturating_mul(8);
+        // The command buffer's own address plus an offset inside it.
+        let at = GpuVa::new(cb.gpu_va)
+            .checked_add(start)
+            .ok_or(SubmitError::TooLarge)?;
+        let value = self.submit_one(kmt, at, bytes, waits)?;
+        self.head = off;
+        if let Some(c) = self.cbs.get_mut(cur) {
+            c.last_use = value;
+        }
+        Ok(value)
+    }
+
+    /// [`Self::submit`] of a batch that is empty, has INDIRECTs or does not fit in the current
+    /// buffer's room.
+    #[inline(never)]
+    fn submit_checked(&mut self, kmt: &K, cmds: &[Command]) -> Result<u64, SubmitError> {
         if cmds.is_empty() {
             let nop = [Command::Nop { len: 1 }];
             return self.submit_copied(kmt, &nop, batch_bytes(&nop), false);
@@ -399,10 +441,8 @@ impl<K: Kmt> KernelPath<K> {
             return Err(SubmitError::TooLarge);
         }
         if !indirect {
-            // The usual batch: one copy of the whole of it. The pass above checked
-            // `run <= max`, and `run > 0`: the batch is not empty and every command in it
-            // encodes whole (at least one word).
-            return self.copy_and_submit(kmt, cmds, run, waits);
+            // One copy of the whole of it (into the next buffer).
+            return self.submit_copied(kmt, cmds, run, waits);
         }
         self.submit_split(kmt, cmds, run)
     }

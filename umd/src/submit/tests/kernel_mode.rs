@@ -275,6 +275,44 @@ fn um_01_kernel_ring_full_behind_a_gpu_wait_is_refused_not_waited() {
     finish_in_order(&m, q, 3);
 }
 
+/// UM-01: a batch refused for a command that does not encode, whether its earlier commands
+/// fit in the current command buffer or overflow it, submits nothing, takes no new buffer
+/// and leaves the buffer where it was: the next batch goes where the refused one started and
+/// the GPU never runs the refused batch's commands.
+#[test]
+fn um_01_kernel_mode_refused_batch_leaves_the_command_buffer_where_it_was() {
+    let m = Mock::new();
+    let mut q = held_kernel_queue(&m, 64);
+    assert_eq!(q.submit(&[fill(1)]).unwrap(), 1);
+    let Some(Ev::KmSubmit { gpu: cb_start, .. }) = m.log().last().cloned() else {
+        panic!("one submission");
+    };
+    m.clear_log();
+    let bad = Command::Nop { len: 0 };
+    // 32 bytes left: the FILL fits, then the bad NOP.
+    assert_eq!(q.submit(&[fill(100), bad]), Err(SubmitError::BadCommand));
+    // The second FILL does not fit in what is left; the bad NOP still decides.
+    assert_eq!(
+        q.submit(&[fill(101), fill(102), bad]),
+        Err(SubmitError::BadCommand)
+    );
+    assert_eq!(q.last_submitted(), 1);
+    assert_eq!(m.log(), Vec::new(), "no submission, no new buffer");
+    assert_eq!(q.submit(&[fill(2)]).unwrap(), 2);
+    let subs: Vec<(u64, u64, u32)> = m
+        .log()
+        .into_iter()
+        .filter_map(|e| match e {
+            Ev::KmSubmit {
+                value, gpu, bytes, ..
+            } => Some((value, gpu, bytes)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(subs, vec![(2, cb_start + 32, 32)]);
+    finish_in_order(&m, q, 2);
+}
+
 /// A kernel-mode queue with `command_buffer_size`-byte command buffers on a device that runs
 /// only when a wait lets time pass.
 fn held_kernel_queue(m: &Mock, command_buffer_size: u64) -> KernelQueue<&Mock> {
