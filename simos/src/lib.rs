@@ -54,8 +54,8 @@ pub use machine::{
 pub use rvgpu_kmd::platform::Irql;
 pub use state::sync::trace::{qpc, ReleaseVia, TraceEvent, TraceSink};
 pub use sync::fence::{
-    LateWakes, MonitoredFence, NativeFence, NativeFenceDesc, OpenAccess, ProcessId, SimEvent,
-    WaitOutcome,
+    FenceWaits, LateWakes, MonitoredFence, NativeFence, NativeFenceDesc, OpenAccess, ProcessId,
+    SimEvent, WaitOutcome,
 };
 pub use ums::{DoorbellInfo, DoorbellState, Power, UmsEvent, UmsProcess};
 pub use vidsch::hws::{ContextPriority, HwsCall, SchedLogEntry, SchedLogStats};

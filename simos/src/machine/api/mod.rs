@@ -1,6 +1,7 @@
 //! The `Machine`'s test-facing methods, by topic, over the components they reach.
 
 mod adapters;
+mod fence_waits;
 mod fences;
 mod memory;
 mod scheduling;

@@ -150,6 +150,12 @@ impl UserProcess {
         lock(&self.handles).doorbells.keys().copied().collect()
     }
 
+    /// Threads of the process blocked in `WaitForSingleObject` now (a waiting thread is one
+    /// the OS holds until its event is signalled or its time is up).
+    pub fn threads_waiting(&self) -> u64 {
+        self.win32.waiting.load(Ordering::Acquire)
+    }
+
     /// Heap blocks the DLL holds.
     pub fn heap_blocks(&self) -> usize {
         self.win32.heap_blocks()

@@ -16,7 +16,7 @@
 //! - ETW (`EventRegister` …): registration succeeds, no session ever enables the provider
 //!   (`EventProviderEnabled` is FALSE), so the DLL writes no events.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -195,6 +195,22 @@ fn create_event(p: &UserProcess, w: &[u64; 12]) -> StubResult {
     StubResult::Return(h)
 }
 
+/// A thread counted in a process's threads inside `WaitForSingleObject` while this lives.
+struct Waiting<'a>(&'a AtomicU64);
+
+impl<'a> Waiting<'a> {
+    fn enter(n: &'a AtomicU64) -> Self {
+        n.fetch_add(1, Ordering::AcqRel);
+        Self(n)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// `WaitForSingleObject(hHandle, dwMilliseconds)` on an event: WAIT_OBJECT_0 once signalled
 /// (an auto-reset event is reset by the wait), WAIT_TIMEOUT after the time, WAIT_FAILED for a
 /// handle that is not an event of this process. Registered fence waits are waited for here
@@ -204,6 +220,7 @@ fn wait_for_single_object(p: &UserProcess, w: &[u64; 12]) -> StubResult {
     let Some(ev) = p.win32.event(w[0]) else {
         return StubResult::Return(WAIT_FAILED);
     };
+    let _waiting = Waiting::enter(&p.win32.waiting);
     let ms = w[1] & 0xFFFF_FFFF;
     // INFINITE: as long as the simulated OS lets any wait last (a wait nothing can end
     // would hang the test instead of failing it).

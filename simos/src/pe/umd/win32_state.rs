@@ -49,6 +49,8 @@ pub(super) struct Win32State {
     pub(super) events: Mutex<HashMap<u64, Arc<Event>>>,
     pub(super) next_handle: AtomicU64,
     pub(super) registrations: AtomicU64,
+    /// Threads of the process inside `WaitForSingleObject`.
+    pub(super) waiting: AtomicU64,
 }
 
 impl Win32State {

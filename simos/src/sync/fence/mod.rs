@@ -79,6 +79,7 @@ pub use self::native::OpenAccess;
 pub(crate) use self::pages::VidMmPages;
 pub use self::settle::*;
 pub use self::values::*;
+pub use self::wait::FenceWaits;
 pub(crate) use self::wait::{abandon_cpu_waits, signal_device_fences_to_max};
 pub use crate::state::sync::storage::FenceOs;
 

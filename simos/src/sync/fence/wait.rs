@@ -7,6 +7,7 @@ use crate::adapter::state::MachineState;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
+use crate::base::process_id::ProcessId;
 use crate::ob::KmtHandle;
 use crate::state::sync::trace::ReleaseVia;
 
@@ -85,6 +86,52 @@ fn add_waiter(
         queue_wait(&fence.obj, waiter)?;
     }
     Ok(ev)
+}
+
+/// One native fence's CPU waits as the OS holds them at one moment (an observation: the OS
+/// state a test waits for instead of guessing it from time).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FenceWaits {
+    /// `hGlobalNativeFence`.
+    pub global: usize,
+    /// CurrentValue.
+    pub current: u64,
+    /// The MonitoredValue the OS last gave the driver: a GPU signal to at least this value
+    /// interrupts.
+    pub monitored: u64,
+    /// The values of the CPU waits on the fence's waiter list, ascending: linked there when
+    /// registered (`M:VidSchSubmitWaitFromCpu` @0x14000DF30), unlinked when released
+    /// (`M:VidSchiUnwaitNativeFenceWaiters` @0x1400458E8).
+    pub cpu_waits: Vec<u64>,
+}
+
+/// The native fences `process` has open on adapter `a` (one entry per fence), each read
+/// under its settle lock: between two of the OS's operations on it, never halfway through
+/// a registration or a release.
+pub(crate) fn waits_of(a: &AdapterShared, process: ProcessId) -> Vec<FenceWaits> {
+    let objs: Vec<Arc<FenceObj>> = lock(&a.fence_os).objs.values().cloned().collect();
+    objs.iter()
+        .filter_map(|obj| {
+            let _s = lock(&obj.settle_lock);
+            let st = lock(&obj.st);
+            if st.destroyed || !st.instances.values().any(|p| *p == process) {
+                return None;
+            }
+            let mut cpu_waits: Vec<u64> = st
+                .waiters
+                .iter()
+                .filter(|w| w.resume.is_none())
+                .map(|w| w.value)
+                .collect();
+            cpu_waits.sort_unstable();
+            Some(FenceWaits {
+                global: obj.global,
+                current: obj.cv.load(),
+                monitored: st.mv_os,
+                cpu_waits,
+            })
+        })
+        .collect()
 }
 
 /// A wait `ev` on `fence` that cannot end any more (its adapter is gone) is dropped:
