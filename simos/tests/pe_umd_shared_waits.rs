@@ -5,20 +5,25 @@
 //! releases it: no late wake by the OS's count, none lost), and the fence interrupts at most 3
 //! times per satisfied wait, under both readings of MonitoredValue and on both driver builds;
 //! a third process writing garbage on the board changes neither the wakes nor anyone's slot.
+//!
+//! The test goes on only once the OS shows what it did taken in ([`Machine::native_fence_waits`]:
+//! each pending wait on the fence's list, every reached one released; the waiters blocked in
+//! `WaitForSingleObject`; the GPU idle with its interrupt serviced), and checks there that
+//! MonitoredValue is not above the lowest pending wait.
 
 mod common;
 
 use common::dll::{addr, LUID_LOW, OK};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::pe::{call, log_of, umd};
 use common::user_process;
 use rvgpu_hw::pdd::{WaitBoardEscape, PDD_MAGIC, WAIT_BOARD_ESCAPE_VERSION, WAIT_BOARD_WAITS};
 use rvgpu_simos::pe::umd::UserProcess;
 use rvgpu_simos::pe::DriverBuild;
-use rvgpu_simos::{Machine, MachineConfig, Mode};
+use rvgpu_simos::{FenceWaits, Machine, MachineConfig, Mode, ProcessId};
 use rvgpu_umd::kmt::Kmt;
 use zerocopy::IntoBytes;
 
@@ -157,6 +162,23 @@ fn share_fence(m: &Arc<Machine>, a: &mut App, b: &mut App) -> u64 {
     nt
 }
 
+/// `hGlobalNativeFence` of the one fence `a` and `b` both hold open.
+fn shared_global(m: &Machine, a: &App, b: &App) -> usize {
+    let theirs: Vec<usize> = m
+        .native_fence_waits(0, b.p.nt_processes()[0])
+        .iter()
+        .map(|f| f.global)
+        .collect();
+    let shared: Vec<usize> = m
+        .native_fence_waits(0, a.p.nt_processes()[0])
+        .iter()
+        .map(|f| f.global)
+        .filter(|g| theirs.contains(g))
+        .collect();
+    assert_eq!(shared.len(), 1, "one fence shared: {shared:?}");
+    shared[0]
+}
+
 /// A waiter thread of `app`: blocking waits, one at a time, for the values it is sent; each
 /// result goes back with the value.
 fn waiter(app: &Arc<App>) -> Waiter {
@@ -181,24 +203,56 @@ type Waiter = (
     std::thread::JoinHandle<()>,
 );
 
-/// Waits until `apps` made at least `at_least` more kernel calls than `before` and then none
-/// for a while: a waiter's registration and its re-arms are done.
-fn settle(apps: &[&Arc<App>], before: u64, at_least: u64) {
-    let calls = || apps.iter().map(|a| a.kernel_calls()).sum::<u64>();
-    let t0 = Instant::now();
-    let mut last = calls();
-    let mut still = Instant::now();
-    loop {
-        std::thread::sleep(Duration::from_millis(2));
-        let now = calls();
-        if now != last {
-            (last, still) = (now, Instant::now());
-        } else if now >= before + at_least && still.elapsed() > Duration::from_millis(15) {
-            return;
+/// The shared fence as the OS holds it: `global` names it, `pid` is one of its openers.
+fn shared_fence(m: &Machine, pid: ProcessId, global: usize) -> FenceWaits {
+    m.native_fence_waits(0, pid)
+        .into_iter()
+        .find(|f| f.global == global)
+        .expect("the shared fence is open")
+}
+
+/// Blocks until the machine took in everything done so far, as the OS and the device know it:
+/// the GPU ran what it was given and its interrupt was serviced (so the interrupt counts are
+/// whole), every wait the fence reached was released, each wait of `pending` (value, waiter
+/// thread) is on the fence's list, and each process has exactly its pending waiters blocked
+/// in `WaitForSingleObject` (their registrations and re-arms are done). With `armed`, then
+/// checks that MonitoredValue lies between CurrentValue and the lowest pending value: the fence
+/// interrupts at that wait at the latest. Fails on the machine's clock: a satisfied wait the OS
+/// never releases, or a registration that never comes.
+fn settle(
+    what: &str,
+    m: &Machine,
+    apps: [&App; 2],
+    (pid, global): (ProcessId, usize),
+    pending: &[(u64, usize)],
+    armed: bool,
+) {
+    let device = m.device(0).expect("an emulated device");
+    let waiting = |i: usize| pending.iter().filter(|&&(_, w)| w % 2 == i).count() as u64;
+    let mut seen = None;
+    let done = m.run_until(0, Duration::from_secs(10), |m| {
+        if !device.cmp_asleep() || device.interrupt_pending() {
+            return false;
         }
+        let f = shared_fence(m, pid, global);
+        let released = f.cpu_waits.iter().all(|&w| w > f.current);
+        let registered = pending.iter().all(|(t, _)| f.cpu_waits.contains(t));
+        let blocked = (0..2).all(|i| apps[i].p.threads_waiting() == waiting(i));
+        seen = Some(f);
+        released && registered && blocked
+    });
+    assert_eq!(
+        done,
+        Ok(true),
+        "{what}: a wait the fence reached is still pending (late or lost), or a waiter of \
+         {pending:?} never registered: last seen {seen:?}\n{}",
+        log_of(m)
+    );
+    let f = shared_fence(m, pid, global);
+    if let Some(lowest) = pending.iter().map(|&(t, _)| t).min().filter(|_| armed) {
         assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the waiters never called"
+            (f.current..=lowest).contains(&f.monitored),
+            "{what}: MonitoredValue above the lowest pending wait {lowest}: {f:?}"
         );
     }
 }
@@ -231,18 +285,18 @@ fn run(
         a.p.call_import("CloseHandle", &[nt]).expect("CloseHandle"),
         1
     );
+    let fence = (a.p.nt_processes()[0], shared_global(m, &a, &b));
     let (a, b) = (Arc::new(a), Arc::new(b));
     let mut value = 0u64;
     // Two waiter threads per process: arrival k goes to process k % 2.
     let waiters = [waiter(&a), waiter(&b), waiter(&a), waiter(&b)];
-    let apps = [&a, &b];
     // What the GPU's signals cost with no wait pending: none under 24H2; under the pages every
     // submission of the DLL's queue interrupts, whoever waits. The waits are charged the rest.
     let isr0 = m.interrupt_counts(0).0;
     for _ in 0..CALIBRATION {
         value += 1;
         a.gpu_signal(value);
-        settle(&apps, 0, 0);
+        settle(what, m, [&a, &b], fence, &[], false);
     }
     let idle = m.interrupt_counts(0).0 - isr0;
     let isr0 = m.interrupt_counts(0).0;
@@ -254,10 +308,9 @@ fn run(
         between(value);
         let target = value + SPACING + SPACING / 2;
         let w = (k % 4) as usize;
-        let before = a.kernel_calls() + b.kernel_calls();
         waiters[w].0.send(target).expect("a waiter thread");
-        settle(&apps, before, 1);
         pending.push((target, w));
+        settle(what, m, [&a, &b], fence, &pending, true);
         for _ in 0..SPACING {
             value += 1;
             a.gpu_signal(value);
@@ -275,9 +328,7 @@ fn run(
                 }
                 satisfied += 1;
             }
-            if !pending.is_empty() || k + 1 < ARRIVALS {
-                settle(&apps, 0, 0);
-            }
+            settle(what, m, [&a, &b], fence, &pending, false);
         }
     }
     // The last waits.
@@ -292,6 +343,7 @@ fn run(
             satisfied += 1;
         }
     }
+    settle(what, m, [&a, &b], fence, &[], false);
     let interrupts = m.interrupt_counts(0).0 - isr0;
     let counted = Run {
         satisfied,
