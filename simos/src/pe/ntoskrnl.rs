@@ -978,4 +978,5 @@ fn run_etw_callback(routine: usize, args: &[u64]) {
 }
 
 #[cfg(test)]
+#[path = "ntoskrnl_tests.rs"]
 mod tests;
