@@ -496,15 +496,10 @@ impl PeImage {
         if services != u64::from(rvgpu_ddi::dxgkrnl::DxgkServicesFeature as u32) || interface == 0 {
             return;
         }
-        // SAFETY: the callback just wrote a DXGK_FEATURE_INTERFACE there (it checked Size).
-        let f = unsafe { &mut *(interface as *mut rvgpu_ddi::feature::DXGK_FEATURE_INTERFACE) };
-        let slots = [
-            (f.InterfaceReference.addr(), "InterfaceReference"),
-            (f.InterfaceDereference.addr(), "InterfaceDereference"),
-            (f.IsFeatureEnabled.addr(), "IsFeatureEnabled"),
-            (f.QueryFeatureInterface.addr(), "QueryFeatureInterface"),
-        ];
-        let _ = slots;
+        let at = interface as *mut rvgpu_ddi::feature::DXGK_FEATURE_INTERFACE;
+        // SAFETY: the callback just wrote a DXGK_FEATURE_INTERFACE there (it checked Size);
+        // copied unaligned, as the image's pointer may be, and written back below.
+        let mut f = unsafe { at.read_unaligned() };
         let r = self.host_stub(&f.InterfaceReference, "InterfaceReference");
         let d = self.host_stub(&f.InterfaceDereference, "InterfaceDereference");
         let e = self.host_stub(&f.IsFeatureEnabled, "IsFeatureEnabled");
@@ -516,6 +511,8 @@ impl PeImage {
             f.IsFeatureEnabled = AbiSlot::from_addr(e);
             f.QueryFeatureInterface = AbiSlot::from_addr(q);
         }
+        // SAFETY: where the interface was read from.
+        unsafe { at.write_unaligned(f) };
     }
 
     /// `QueryFeatureInterface` for the image: the native-fence interface it fills holds a host
@@ -538,19 +535,21 @@ impl PeImage {
                     if st as u32 != 0 || w[1] == 0 {
                         return StubResult::Return(st);
                     }
-                    // SAFETY: the image's argument block (the callback just used it).
+                    // SAFETY: the image's argument block (the callback just used it), copied
+                    // unaligned, as the image's pointer may be.
                     let args = unsafe {
-                        &*(w[1] as *const rvgpu_ddi::feature::DXGKARGCB_QUERYFEATUREINTERFACE)
+                        (w[1] as *const rvgpu_ddi::feature::DXGKARGCB_QUERYFEATUREINTERFACE)
+                            .read_unaligned()
                     };
                     if args.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE
                         && !args.Interface.is_null()
                     {
-                        // SAFETY: the callback wrote a DXGKCBINT_FEATURE_NATIVEFENCE_1 there.
-                        let i = unsafe {
-                            &mut *args
-                                .Interface
-                                .cast::<rvgpu_ddi::feature::DXGKCBINT_FEATURE_NATIVEFENCE_1>()
-                        };
+                        let at = args
+                            .Interface
+                            .cast::<rvgpu_ddi::feature::DXGKCBINT_FEATURE_NATIVEFENCE_1>();
+                        // SAFETY: the callback wrote a DXGKCBINT_FEATURE_NATIVEFENCE_1 there;
+                        // copied unaligned, as the image's pointer may be.
+                        let mut i = unsafe { at.read_unaligned() };
                         let mut c = lock(&cache);
                         let caps_stub = match *c {
                             Some(s) => s,
@@ -575,6 +574,8 @@ impl PeImage {
                         };
                         // SAFETY: a stub address for the image; never called as a host function.
                         i.GetOSCaps = unsafe { AbiSlot::from_addr(caps_stub) };
+                        // SAFETY: where the interface was read from.
+                        unsafe { at.write_unaligned(i) };
                     }
                     StubResult::Return(st)
                 }),
