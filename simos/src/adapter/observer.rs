@@ -26,6 +26,51 @@ pub struct Observer {
     processed: Mutex<Vec<Processed>>,
     /// Argument blocks checked against the hand-over audit ([`rvgpu_ddi::handover`]).
     handover: Mutex<Handover>,
+    /// Blocks of the call sites without a central check ([`Observer::handed_alone`]) whose
+    /// zero fields were clear: counted without the audit's lock.
+    alone: AloneCounts,
+}
+
+/// Per-set block counts, one slot per set name (by the address of its text, as
+/// [`NameKey`]), taken by the first block of the set: a relaxed add per block, where the
+/// audit's lock and map cost the submission path several times that. Sets past the slots go
+/// to [`Handover`].
+#[derive(Debug, Default)]
+struct AloneCounts {
+    slots: [AloneSlot; ALONE_SLOTS],
+}
+
+#[derive(Debug, Default)]
+struct AloneSlot {
+    name: std::sync::OnceLock<NameKey>,
+    blocks: AtomicU64,
+}
+
+/// Sets counted lock-free (a few DDI call sites pass no central check).
+const ALONE_SLOTS: usize = 8;
+
+impl AloneCounts {
+    /// Counts one block of `name`; `false` when every slot holds another set.
+    #[inline(always)]
+    fn count(&self, name: &'static str) -> bool {
+        let key = NameKey(name);
+        for slot in &self.slots {
+            if *slot.name.get_or_init(|| key) == key {
+                slot.blocks.fetch_add(1, Ordering::Relaxed);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The blocks counted for sets named `ddi` (by the text).
+    fn blocks(&self, ddi: &str) -> u64 {
+        self.slots
+            .iter()
+            .filter(|s| s.name.get().is_some_and(|k| k.0 == ddi))
+            .map(|s| s.blocks.load(Ordering::Relaxed))
+            .sum()
+    }
 }
 
 /// Call-site checks remembered for the central check to skip (a DDI's call site checks at most
@@ -141,12 +186,12 @@ impl Observer {
     #[inline(always)]
     pub(crate) fn handed_alone<T>(&self, ddi: &rvgpu_ddi::handover::Ddi<T>, b: &T) {
         // The zero test outside the lock, at the call site (the submission's: once per packet).
-        let clear = ddi.zero_fields_clear(b);
+        if ddi.zero_fields_clear(b) && self.alone.count(ddi.name) {
+            return;
+        }
         let mut h = lock(&self.handover);
         h.count(ddi.name);
-        if !clear {
-            h.note_filled(ddi, b);
-        }
+        h.note_filled(ddi, b);
     }
 
     /// Checks argument block `b`, about to be handed to DDI `ddi` (its catalog name), against
@@ -180,7 +225,8 @@ impl Observer {
             .chain(h.last.as_ref().map(|(k, n)| (k, n)))
             .filter(|(k, _)| k.0 == ddi)
             .map(|(_, n)| n)
-            .sum()
+            .sum::<u64>()
+            + self.alone.blocks(ddi)
     }
 
     /// `DDI: field` for each field the audit marks zero that the OS filled.
@@ -505,5 +551,29 @@ mod tests {
         o.handed_alone(&log, &filled);
         assert_eq!(o.handed_blocks(log.name), 6);
         assert_eq!(o.handed_filled_zero().len(), 2);
+    }
+
+    /// DDI-01: call sites of more sets than the lock-free counts hold still count every block
+    /// of each set.
+    #[test]
+    fn ddi_01_blocks_of_more_sets_than_counted_lock_free_all_count() {
+        let o = Observer::default();
+        let b = log_buffer_block();
+        let log = rvgpu_ddi::handover::SET_NATIVE_FENCE_LOG_BUFFER;
+        let sets: Vec<_> = (0..=ALONE_SLOTS)
+            .map(|i| rvgpu_ddi::handover::Ddi {
+                name: Box::leak(format!("set {i}").into_boxed_str()),
+                ..log
+            })
+            .collect();
+        for (i, set) in sets.iter().enumerate() {
+            for _ in 0..=i {
+                o.handed_alone(set, &b);
+            }
+        }
+        for (i, set) in sets.iter().enumerate() {
+            assert_eq!(o.handed_blocks(set.name), i as u64 + 1, "{}", set.name);
+        }
+        assert!(o.handed_filled_zero().is_empty());
     }
 }
