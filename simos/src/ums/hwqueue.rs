@@ -530,6 +530,7 @@ fn record_queue(a: &AdapterShared, c: Created, fences: &mut QueueFences) -> Resu
     )?;
     let due_hint = os.hwq_due.clone();
     let progress = fences.progress.as_ref();
+    let last_queued = Arc::new(AtomicU64::new(0));
     let created = os.queues_created;
     os.queues_created = created.wrapping_add(1);
     os.queues.insert(
@@ -545,11 +546,14 @@ fn record_queue(a: &AdapterShared, c: Created, fences: &mut QueueFences) -> Resu
             fence: progress.map(|(f, _)| *f),
             progress: progress.map(|(_, p)| p.clone()),
             native_progress: fences.native.take(),
-            last_queued: Arc::new(AtomicU64::new(0)),
+            last_queued: last_queued.clone(),
             doorbell: None,
             queue_id: c.queue_id,
             sched: Arc::new(HwqSched {
                 due_hint: due_hint.clone(),
+                kmd: c.kmd,
+                progress: progress.map(|(_, p)| p.clone()),
+                last_queued,
                 ..HwqSched::default()
             }),
             created,
@@ -683,19 +687,15 @@ pub(super) fn submit_raw_at(
     submit_to_driver(a, &target, &Packet { value, gpu, bytes }, irql).map(|(_, status)| status)
 }
 
-/// What `DxgkDdiSubmitCommandToHwQueue` needs of a queue, read with the caller's other
-/// lookups under one UMS lock.
+/// What `DxgkDdiSubmitCommandToHwQueue` needs of a queue ([`HwqSched::kmd`] and the
+/// fields beside it), read with the caller's other lookups under one UMS lock.
 struct RawTarget {
-    kmd: usize,
-    progress: Option<MonitoredFence>,
     sched: Arc<HwqSched>,
 }
 
 impl RawTarget {
     fn of(q: &QueueObj) -> Self {
         Self {
-            kmd: q.kmd,
-            progress: q.progress.clone(),
             sched: q.sched.clone(),
         }
     }
@@ -719,10 +719,11 @@ fn submit_to_driver(
 ) -> Result<(Routine, NTSTATUS), SimError> {
     // A queue without a progress fence is a user-mode one: the driver refuses it (UM-05) and
     // is told so by zero fence addresses.
+    let t = &*t.sched;
     let (progress_gpu, progress_cpu) = t.progress.as_ref().map_or((0, std::ptr::null_mut()), |p| {
         (p.gpu_va(), p.kernel_va() as PVOID)
     });
-    let _q = lock(&t.sched.submit);
+    let _q = lock(&t.submit);
     let f = ddi::table_slot!(a, DxgkDdiSubmitCommandToHwQueue)?.map_or_else(not_supported, Ok)?;
     let args = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
         hHwQueue: t.kmd as HANDLE,
@@ -790,7 +791,7 @@ fn submit_admitted(
     // Everything the submission reads of the queue, its device and context, in one look,
     // which also takes the node's active reference when no F-state change needs the F-state
     // lock (`power::take_if_f0`).
-    let (last, context, root_current, node, target, early) = {
+    let (context, root_current, node, target, early) = {
         let mut guard = lock(&a.ums);
         let os = &*guard;
         let q = os.queues.get(&queue).filter(|q| q.device == device);
@@ -807,10 +808,9 @@ fn submit_admitted(
         }
         os.vidsch_device_live(device)?;
         let current = c.is_some_and(|c| super::root::root_current(a, c));
-        let (last, context, node, target) =
-            (q.last_queued.clone(), q.context, q.node, RawTarget::of(q));
+        let (context, node, target) = (q.context, q.node, RawTarget::of(q));
         let early = take_if_f0(&mut guard, node).then(|| NodeActive::counted(a, node));
-        (last, context, current, node, target, early)
+        (context, current, node, target, early)
     };
     // The context's root, when VidSch has not sent it yet (24H2 `M:VidSchSubmitCommandToHwQueue`
     // @0x140048F00, for every packet but a present, held or not); a compare while no
@@ -868,7 +868,7 @@ fn submit_admitted(
         return Ok(());
     }
     ddi::check_routine(submit, status)?;
-    last.fetch_max(p.value, Ordering::AcqRel);
+    sched.last_queued.fetch_max(p.value, Ordering::AcqRel);
     // Without the queue's state lock: no entry goes with it (`HwqSched::accepted`).
     sched.accepted.fetch_max(p.value, Ordering::AcqRel);
     let mut os = lock(&a.ums);

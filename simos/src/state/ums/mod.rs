@@ -456,6 +456,14 @@ pub(crate) struct HwqSched {
     /// The adapter's "some queue may be due" hint ([`UmsOs::hwq_due`]), set with every kick
     /// and ring-full retry, so the worker looks at the queues only when one may need it.
     pub(crate) due_hint: Arc<std::sync::atomic::AtomicBool>,
+    /// The queue's driver handle ([`QueueObj::kmd`]), kept here with its progress fence and
+    /// last-queued cell so that a submission holds all it needs with one count.
+    pub(crate) kmd: usize,
+    /// [`QueueObj::progress`], held by a submission until the DDI returns: a destroy
+    /// meanwhile does not free it.
+    pub(crate) progress: Option<MonitoredFence>,
+    /// [`QueueObj::last_queued`].
+    pub(crate) last_queued: Arc<AtomicU64>,
 }
 
 impl HwqSched {
