@@ -246,7 +246,7 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
     type C = SubmitCommandToHwQueueCheck;
     let p = owner(a.hHwQueue).ok_or(C::Queue.refuse())?;
     let k = m.kmt(&p);
-    let sh = k.thunk()?;
+    let sh = k.thunk_borrowed()?;
     // Steps 1 (the queue is the device's) to 6 but the probe, on what the queue is.
     let admit = |kind: Option<ums::SubmitKind>| {
         let kind = kind.ok_or(C::Queue.refuse())?;
@@ -268,7 +268,7 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
         Ok(())
     };
     if a.NumPrimaries != 0 {
-        admit(ums::submit_queue_kind(&sh, p.device, a.hHwQueue))?;
+        admit(ums::submit_queue_kind(sh, p.device, a.hHwQueue))?;
         mem.read(a.WrittenPrimaries, a.NumPrimaries * 4)?;
         // A render-only adapter has no primaries to write (the simulation's rule).
         return Err(gap(STATUS_INVALID_PARAMETER));
@@ -277,7 +277,7 @@ pub fn dxgk_submit_command_to_hw_queue_internal(
     // the queue, one lookup for both.
     ums::submit_command_admitted(
         m,
-        &sh,
+        sh,
         p.device,
         a.hHwQueue,
         a.HwQueueProgressFenceId,

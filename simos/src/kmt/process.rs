@@ -211,7 +211,13 @@ impl<'m> SimKmt<'m> {
     /// Entry of one D3DKMT call: charges the modelled transition cost, then resolves the
     /// adapter.
     pub(super) fn thunk(&self) -> Result<Arc<AdapterShared>, NtStatus> {
-        let a = self.adapter()?;
+        self.thunk_borrowed().cloned()
+    }
+
+    /// [`Self::thunk`] with the adapter borrowed from the machine, for a call that keeps no
+    /// count of its own (the submission's).
+    pub(super) fn thunk_borrowed(&self) -> Result<&'m Arc<AdapterShared>, NtStatus> {
+        let a = self.m.adapter_shared(self.p.adapter).map_err(status)?;
         charge_thunk_cost(a.os.thunk_cost);
         Ok(a)
     }

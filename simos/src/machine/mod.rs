@@ -487,7 +487,7 @@ impl Machine {
         if let Some(f) = self.state.fault() {
             return Err(f.into());
         }
-        self.adapters.get(i).ok_or(SimError::NoAdapter(i))
+        self.adapters.get(i).ok_or_else(|| SimError::NoAdapter(i))
     }
 
     pub(crate) fn table(&self) -> Result<DRIVER_INITIALIZATION_DATA, SimError> {
