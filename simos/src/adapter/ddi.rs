@@ -128,6 +128,18 @@ pub fn call<F: Copy, R>(
     at: At,
     f: impl FnOnce(F) -> R,
 ) -> Result<R, SimError> {
+    call_in_line(a, ddi, at, f)
+}
+
+/// [`call`], always inlined: for [`Ddi::call_unaudited`], whose hot caller (the kernel-mode
+/// submission) would otherwise pay a call and a copy of the result for the wrapper.
+#[inline(always)]
+fn call_in_line<F: Copy, R>(
+    a: &AdapterShared,
+    ddi: Ddi<F>,
+    at: At,
+    f: impl FnOnce(F) -> R,
+) -> Result<R, SimError> {
     let routine = ddi.routine();
     let _irql = match at {
         At::Caller => None,
@@ -388,7 +400,8 @@ impl<F: Prototype> Ddi<F> {
     #[inline(always)]
     pub fn call(self, a: &AdapterShared, at: At, args: F::Args<'_>) -> Result<F::Ret, SimError> {
         F::audit(&args, a.observer(), self.routine().rules().name);
-        self.call_unaudited(a, at, args)
+        // SAFETY: the module's contract, as in `call_unaudited`.
+        call(a, self, at, |f| unsafe { f.invoke(args) })
     }
 
     /// [`Ddi::call`] at PASSIVE_LEVEL.
@@ -409,7 +422,7 @@ impl<F: Prototype> Ddi<F> {
     ) -> Result<F::Ret, SimError> {
         // SAFETY: the module's contract (see `Block`): the pointer is the slot's, of the
         // prototype its type names; handles are the driver's; blocks are borrowed for the call.
-        call(a, self, at, |f| unsafe { f.invoke(args) })
+        call_in_line(a, self, at, |f| unsafe { f.invoke(args) })
     }
 
     /// [`Ddi::call_unaudited`] at PASSIVE_LEVEL.
