@@ -23,6 +23,10 @@
 #[path = "common/setup.rs"]
 mod setup;
 
+#[path = "common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -35,8 +39,10 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn tmp() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("package_signing")
+/// This process's scratch directory (each test picks names of its own in it).
+fn tmp() -> &'static Scratch {
+    static DIR: OnceLock<Scratch> = OnceLock::new();
+    DIR.get_or_init(|| Scratch::new("package_signing"))
 }
 
 /// The tester's folder (the signed package and what travels with it), built once, and the
@@ -45,10 +51,8 @@ fn package() -> &'static (PathBuf, PathBuf) {
     static DIR: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     DIR.get_or_init(|| {
         setup::require(&["osslsigncode", "openssl", "mingw"]);
+        // A folder of this process's own: the script refuses one holding files it does not make.
         let out = tmp().join("tester-folder");
-        // The script refuses a folder holding files it does not make (a tester's own): start
-        // from none, so a folder an older build made is not mistaken for one.
-        let _ = std::fs::remove_dir_all(&out);
         let cert_dir = tmp().join("cert");
         let status = Command::new("bash")
             .arg(root().join("scripts/tester-folder.sh"))
@@ -133,7 +137,6 @@ fn the_testers_folder_holds_exactly_what_the_runbook_names() {
 #[test]
 fn the_testers_folder_refuses_a_folder_it_did_not_make() {
     let foreign = tmp().join("not-a-tester-folder");
-    let _ = std::fs::remove_dir_all(&foreign);
     std::fs::create_dir_all(&foreign).unwrap();
     std::fs::write(foreign.join("notes.txt"), b"keep me").unwrap();
     let o = Command::new("bash")
@@ -379,7 +382,6 @@ fn the_certificate_for_the_test_machine_is_the_signer_and_has_no_key() {
 fn a_modified_driver_image_fails_the_check() {
     let (dir, cert) = package();
     let copy = tmp().join("tampered");
-    let _ = std::fs::remove_dir_all(&copy);
     std::fs::create_dir_all(&copy).unwrap();
     for name in ["rvgpu.inf", "rvgpu.sys", "rvgpu_umd.dll", "rvgpu.cat"] {
         std::fs::copy(dir.join(name), copy.join(name)).unwrap();

@@ -18,7 +18,11 @@
 #[path = "../build/version_res.rs"]
 mod version_res;
 
-use std::path::{Path, PathBuf};
+#[path = "common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
+use std::path::Path;
 use std::process::Command;
 
 use rvgpu_cat::{check_file_versions, driver_ver_version, read_inf};
@@ -29,7 +33,8 @@ fn root() -> &'static Path {
 
 /// The version part of the DriverVer scripts/package.sh writes.
 fn stamped_driver_ver() -> String {
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("stamped-rvgpu.inf");
+    let dir = Scratch::new("stamped-inf");
+    let out = dir.join("rvgpu.inf");
     let status = Command::new("bash")
         .arg(root().join("scripts/package.sh"))
         .arg("--stamp-inf")
@@ -173,9 +178,8 @@ fn image(version: Option<[u16; 4]>) -> Vec<u8> {
     f
 }
 
-fn package(name: &str, driver_ver: &str, sys: &[u8]) -> (PathBuf, rvgpu_cat::InfFacts) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::create_dir_all(&dir).unwrap();
+fn package(name: &str, driver_ver: &str, sys: &[u8]) -> (Scratch, rvgpu_cat::InfFacts) {
+    let dir = Scratch::new(name);
     let inf = format!(
         "[Version]\nDriverVer = {driver_ver}\nCatalogFile = rvgpu.cat\n\n\
          [SourceDisksFiles]\nrvgpu.sys = 1\n"

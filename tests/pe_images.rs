@@ -23,7 +23,7 @@
 )]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -33,6 +33,10 @@ use object::{LittleEndian as LE, Object, ObjectSection};
 
 #[path = "common/setup.rs"]
 mod setup;
+
+#[path = "common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
 
 const SYS_BUDGET: u64 = 512 * 1024;
 /// The DLL is about 288 KiB: the one-pass packet check, the kernel-mode path's one-pass copy
@@ -87,10 +91,10 @@ fn root() -> &'static Path {
 /// built (mingw-w64 missing and not installable, or a build error above this line of output),
 /// the binary stops at once with one line, not one panic per test.
 fn package() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    static DIR: OnceLock<Scratch> = OnceLock::new();
     DIR.get_or_init(|| {
         setup::require(&["mingw"]);
-        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("package");
+        let out = Scratch::new("pe_images-package");
         let status = Command::new("bash")
             .arg(root().join("scripts/package.sh"))
             .arg(&out)

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 #[path = "common/setup.rs"]
 mod setup;
 
+#[path = "common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -74,10 +78,11 @@ fn setup_script_rejects_an_unknown_tool() {
 
 #[test]
 fn package_script_stops_before_building_when_mingw_is_missing() {
+    let out_dir = Scratch::new("package-no-mingw");
     let started = Instant::now();
     let out = Command::new("bash")
         .arg(root().join("scripts/package.sh"))
-        .arg(Path::new(env!("CARGO_TARGET_TMPDIR")).join("package-no-mingw"))
+        .arg(out_dir.join("package"))
         .env("RVGPU_SETUP_HIDE", "mingw")
         .env("CARGO", "false") // a build would fail loudly; it must not be reached
         .current_dir(root())
@@ -134,8 +139,7 @@ fn a_missing_tool_stops_the_test_binary_with_one_line() {
 /// packages are neither seen nor touched. Three set-ups at once install once, under the lock.
 #[test]
 fn setup_script_installs_once_when_several_ask_at_once() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("setup-install");
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new("setup-install");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for tool in ["flock", "mktemp", "rm", "sleep"] {

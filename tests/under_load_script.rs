@@ -11,6 +11,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 fn script() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/under-load.sh")
 }
@@ -74,10 +78,8 @@ fn under_load_script_answers_with_its_command_s_status() {
 
 #[test]
 fn under_load_script_stopped_ends_its_command_tree_and_its_loops_at_once() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("under-load");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("under-load");
     let pidfile = dir.join("grandchild.pid");
-    let _ = std::fs::remove_file(&pidfile);
     // The command starts a process of its own and waits for it: both must go.
     let cmd = format!("sleep 600 & echo $! > {}; wait", pidfile.display());
     let mut run = Command::new("bash")

@@ -35,6 +35,10 @@ use collect::{Step, LOG, PLAN};
 #[path = "common/setup.rs"]
 mod setup;
 
+#[path = "common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 /// Where Debian's `wine64` package puts the loader (it is not on PATH).
 const WINE64: &str = "/usr/lib/wine/wine64";
 
@@ -42,8 +46,11 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `name` in this process's scratch directory: the package, the run directory and the Wine
+/// prefix are the process's own.
 fn tmp(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+    static DIR: OnceLock<Scratch> = OnceLock::new();
+    DIR.get_or_init(|| Scratch::new("wine")).join(name)
 }
 
 /// Wine, installed if it can be; `None` (after the script's one line) when it cannot.

@@ -14,16 +14,20 @@ use rvgpu_simos::install::{Refusal, System, FILE_REPOSITORY};
 use rvgpu_simos::pe::DriverBuild;
 use rvgpu_simos::{Machine, MachineConfig, Mode, SimError};
 
+#[path = "../../tests/common/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
+
 const BUILD_24H2: u32 = 26100;
 
 fn pkg() -> TestPackage {
     package::test_signed().unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `name` in this process's scratch directory (each test picks names of its own).
 fn tmp(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("install")
-        .join(name)
+    static DIR: std::sync::OnceLock<Scratch> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| Scratch::new("install")).join(name)
 }
 
 /// A test machine (the package's certificate in Root and TrustedPublisher, test signing on)

@@ -259,7 +259,7 @@ fn ld_04_machine_refuses_to_load_a_writable_code_image() {
     // The broken image in a package signed again: it installs, and the loader refuses it.
     let package = common::pe::package_with_driver_image("package-wx", &d);
     let mut cfg = MachineConfig::single(Mode::Step);
-    cfg.driver = DriverBuild::Pe(Some(package.dir));
+    cfg.driver = DriverBuild::Pe(Some(package.dir.clone()));
     let mut m = Machine::new(cfg);
     match m.load_driver() {
         Err(SimError::StartRefused { rule, status, .. }) => {

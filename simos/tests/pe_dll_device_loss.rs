@@ -358,7 +358,8 @@ fn um_10_the_device_loss_example_recovers_by_recreating_its_device_on_both_drive
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dll = rvgpu_simos::pe::build_umd().unwrap_or_else(|e| panic!("{e}"));
-    let exe = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("device_loss.exe");
+    let dir = common::scratch::Scratch::new("pe_dll_device_loss");
+    let exe = dir.join("device_loss.exe");
     let r = std::process::Command::new("x86_64-w64-mingw32-gcc")
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
         .arg(root.join("umd/include"))

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use common::pe::{threaded_machine, umd};
+use common::scratch::Scratch;
 use rvgpu_simos::pe::exe::{ExeProcess, ExitStatus, Outcome};
 use rvgpu_simos::pe::{build_umd, DriverBuild};
 use rvgpu_simos::Machine;
@@ -20,10 +21,6 @@ const STATUS_INVALID_CRT_PARAMETER: u32 = 0xC000_0417;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
 }
 
 fn have_mingw() -> bool {
@@ -39,10 +36,10 @@ fn have_mingw() -> bool {
     ok
 }
 
-/// Compiles `src` with mingw-w64 into `exe`, linked against the shipped DLL.
-fn build(src: &Path, exe: &str, extra: &[&str]) -> PathBuf {
+/// Compiles `src` with mingw-w64 into `dir/exe`, linked against the shipped DLL.
+fn build(dir: &Scratch, src: &Path, exe: &str, extra: &[&str]) -> PathBuf {
     let dll = build_umd().unwrap_or_else(|e| panic!("{e}"));
-    let out = tmp(exe);
+    let out = dir.join(exe);
     let r = Command::new("x86_64-w64-mingw32-gcc")
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
         .arg(root().join("umd/include"))
@@ -57,11 +54,11 @@ fn build(src: &Path, exe: &str, extra: &[&str]) -> PathBuf {
     out
 }
 
-/// A C program written for the test.
-fn program(name: &str, text: &str, extra: &[&str]) -> PathBuf {
-    let src = tmp(&format!("{name}.c"));
+/// A C program written for the test, built in `dir`.
+fn program(dir: &Scratch, name: &str, text: &str, extra: &[&str]) -> PathBuf {
+    let src = dir.join(format!("{name}.c"));
     std::fs::write(&src, text).expect("write the program");
-    build(&src, &format!("{name}.exe"), extra)
+    build(dir, &src, &format!("{name}.exe"), extra)
 }
 
 /// Loads and runs `exe` with `args` on `m`.
@@ -84,7 +81,9 @@ fn um_06_mf_03_the_two_queues_example_runs_on_both_driver_builds() {
     if !have_mingw() {
         return;
     }
+    let dir = Scratch::new("pe_exe");
     let exe = build(
+        &dir,
         &root().join("examples/two_queues.c"),
         "two_queues_run.exe",
         &[],
@@ -124,7 +123,9 @@ fn the_two_queues_example_reports_a_wrong_adapter_and_exits_with_1() {
     if !have_mingw() {
         return;
     }
+    let dir = Scratch::new("pe_exe");
     let exe = build(
+        &dir,
         &root().join("examples/two_queues.c"),
         "two_queues_luid.exe",
         &[],
@@ -197,8 +198,9 @@ fn a_programs_c_runtime_calls_behave_as_msvcrt() {
     if !have_mingw() {
         return;
     }
+    let dir = Scratch::new("pe_exe");
     // msvcrt's own printf family (not mingw's replacement).
-    let exe = program("crt_probe", PROBE, &["-D__USE_MINGW_ANSI_STDIO=0"]);
+    let exe = program(&dir, "crt_probe", PROBE, &["-D__USE_MINGW_ANSI_STDIO=0"]);
     let m = threaded_machine(DriverBuild::Linux);
     let out = run(&m, &exe, &["exit", "7"]);
     assert_eq!(out.exit, ExitStatus::Code(7));
@@ -229,7 +231,13 @@ fn a_bad_pointer_ends_the_process_not_the_host() {
     if !have_mingw() {
         return;
     }
-    let exe = program("crt_probe_bad", PROBE, &["-D__USE_MINGW_ANSI_STDIO=0"]);
+    let dir = Scratch::new("pe_exe");
+    let exe = program(
+        &dir,
+        "crt_probe_bad",
+        PROBE,
+        &["-D__USE_MINGW_ANSI_STDIO=0"],
+    );
     let m = threaded_machine(DriverBuild::Linux);
     for (arg, code) in [
         ("badptr", STATUS_ACCESS_VIOLATION),
@@ -255,7 +263,9 @@ fn an_unmodelled_import_fails_the_exe_load_with_its_name() {
     if !have_mingw() {
         return;
     }
+    let dir = Scratch::new("pe_exe");
     let exe = program(
+        &dir,
         "imports_unmodelled",
         "extern unsigned long GetTickCount(void);\nint main(void) { return (int)GetTickCount(); }\n",
         &[],
@@ -266,6 +276,7 @@ fn an_unmodelled_import_fails_the_exe_load_with_its_name() {
     assert!(e.contains("does not implement"), "{e}");
     // A C API function the DLL does not export: the same.
     let exe = build(
+        &dir,
         &root().join("examples/two_queues.c"),
         "two_queues_renamed.exe",
         &[],
@@ -280,7 +291,7 @@ fn an_unmodelled_import_fails_the_exe_load_with_its_name() {
         }
     }
     assert!(renamed > 0);
-    let path = tmp("two_queues_renamed_import.exe");
+    let path = dir.join("two_queues_renamed_import.exe");
     std::fs::write(&path, &bytes).expect("write");
     let e = ExeProcess::load(threaded_machine(DriverBuild::Linux), umd(), &path, &[])
         .expect_err("an import the DLL does not export");
@@ -315,7 +326,8 @@ fn a_programs_gs_base_ends_with_its_calls() {
     if !have_mingw() {
         return;
     }
-    let exe = program("crt_probe_gs", PROBE, &["-D__USE_MINGW_ANSI_STDIO=0"]);
+    let dir = Scratch::new("pe_exe");
+    let exe = program(&dir, "crt_probe_gs", PROBE, &["-D__USE_MINGW_ANSI_STDIO=0"]);
     let m = threaded_machine(DriverBuild::Linux);
     let before = gs_base_in_a_kernel_call();
     let p = ExeProcess::load(m.clone(), umd(), &exe, &["none"]).unwrap_or_else(|e| panic!("{e}"));

@@ -598,7 +598,8 @@ fn nf_13_the_shipped_dll_shares_a_native_fence_between_processes() {
 fn the_two_queues_example_links_against_the_shipped_dll() {
     let dll = build_umd().unwrap_or_else(|e| panic!("{e}"));
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let exe = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("two_queues.exe");
+    let dir = common::scratch::Scratch::new("pe_umd");
+    let exe = dir.join("two_queues.exe");
     let out = std::process::Command::new("x86_64-w64-mingw32-gcc")
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I"])
         .arg(root.join("umd/include"))

@@ -12,6 +12,8 @@ pub mod fences;
 pub mod own_progress;
 pub mod pe;
 pub mod residency;
+#[path = "../../../tests/common/scratch.rs"]
+pub mod scratch;
 pub mod start_edits;
 pub mod tdr;
 pub mod ums;

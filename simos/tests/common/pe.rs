@@ -178,24 +178,36 @@ macro_rules! under_the_pages {
     };
 }
 
-/// The test-signed package remade in `CARGO_TARGET_TMPDIR/<dir>` with `image` as its
-/// `rvgpu.sys`, signed again (so it installs, and only the loader judges the image).
+/// A package in a scratch directory of its own, removed with it.
+pub struct ScratchPackage {
+    package: rvgpu_simos::install::package::TestPackage,
+    _dir: super::scratch::Scratch,
+}
+
+impl std::ops::Deref for ScratchPackage {
+    type Target = rvgpu_simos::install::package::TestPackage;
+    fn deref(&self) -> &Self::Target {
+        &self.package
+    }
+}
+
+/// The test-signed package remade in a scratch directory named after `name` with `image` as
+/// its `rvgpu.sys`, signed again (so it installs, and only the loader judges the image).
 #[allow(dead_code)]
-pub fn package_with_driver_image(
-    dir: &str,
-    image: &[u8],
-) -> rvgpu_simos::install::package::TestPackage {
+pub fn package_with_driver_image(name: &str, image: &[u8]) -> ScratchPackage {
     use rvgpu_simos::install::package::{self, Catalog};
     let signed = package::test_signed().unwrap_or_else(|e| panic!("{e}"));
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
-    package::remake(&signed, &out, Catalog::Resign { leave_out: &[] }, |d| {
+    let dir = super::scratch::Scratch::new(name);
+    let package = package::remake(&signed, &dir, Catalog::Resign { leave_out: &[] }, |d| {
         std::fs::write(d.join("rvgpu.sys"), image).unwrap_or_else(|e| panic!("{e}"))
     })
-    .unwrap_or_else(|e| panic!("{e}"))
+    .unwrap_or_else(|e| panic!("{e}"));
+    ScratchPackage { package, _dir: dir }
 }
 
 /// Asserts that `load` refuses `image` with its import `name` renamed to `renamed` (see
-/// [`with_renamed_import`], written to `file`), naming the import as `named` (`module!renamed`).
+/// [`with_renamed_import`], written to `file` in a scratch directory), naming the import as
+/// `named` (`module!renamed`).
 #[allow(dead_code)]
 pub fn assert_unknown_import_refused<T: std::fmt::Debug>(
     load: impl FnOnce(&std::path::Path) -> Result<T, String>,
@@ -204,19 +216,20 @@ pub fn assert_unknown_import_refused<T: std::fmt::Debug>(
     file: &str,
     named: &str,
 ) {
-    let path = with_renamed_import(image, name, renamed, file);
+    let dir = super::scratch::Scratch::new("renamed-import");
+    let path = with_renamed_import(image, name, renamed, &dir.join(file));
     let e = load(&path).expect_err("an unknown import must fail the load");
     assert!(e.contains(named), "{e}");
 }
 
-/// `image` (a PE file) written to `CARGO_TARGET_TMPDIR/<file>` with its import `name` renamed
-/// to `renamed` (same length): an import no simulated module exports.
+/// `image` (a PE file) written to `path` with its import `name` renamed to `renamed` (same
+/// length): an import no simulated module exports.
 #[allow(dead_code)]
 pub fn with_renamed_import(
     image: &std::path::Path,
     name: &str,
     renamed: &str,
-    file: &str,
+    path: &std::path::Path,
 ) -> std::path::PathBuf {
     assert_eq!(name.len(), renamed.len(), "a rename keeps the length");
     let mut data = std::fs::read(image).unwrap_or_else(|e| panic!("{}: {e}", image.display()));
@@ -226,7 +239,6 @@ pub fn with_renamed_import(
         .position(|w| w == needle.as_bytes())
         .unwrap_or_else(|| panic!("{name}: not imported by {}", image.display()));
     data[at..at + name.len()].copy_from_slice(renamed.as_bytes());
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(file);
-    std::fs::write(&path, &data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    path
+    std::fs::write(path, &data).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path.to_path_buf()
 }
