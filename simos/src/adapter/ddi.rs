@@ -131,8 +131,7 @@ pub fn call<F: Copy, R>(
     call_in_line(a, ddi, at, f)
 }
 
-/// [`call`], always inlined: for [`Ddi::call_unaudited`], whose hot caller (the kernel-mode
-/// submission) would otherwise pay a call and a copy of the result for the wrapper.
+/// [`call`], always inlined: the kernel-mode submission's wrapper pays no call nor result copy.
 #[inline(always)]
 fn call_in_line<F: Copy, R>(
     a: &AdapterShared,
