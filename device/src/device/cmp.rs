@@ -937,12 +937,12 @@ impl Core {
         }
     }
 
-    /// Whether `engine` is power-gated (POWER = F1), without copying its queues.
+    /// Whether `engine` is power-gated (POWER = F1), read from its POWER register without the
+    /// CMP lock: the register changes with the engine's `gated` under that lock
+    /// (`set_engine_power`, the adapter reset), and the OS asks on every submission.
     pub(crate) fn engine_gated(&self, engine: u32) -> Option<bool> {
-        let cmp = lock(&self.cmp);
-        cmp.engines
-            .get(usize::try_from(engine).ok()?)
-            .map(|e| e.gated)
+        let r = self.regs.engine(engine)?;
+        Some(r.power.load(Ordering::Acquire) == rvgpu_hw::engine::ENGINE_POWER_F1)
     }
 
     pub(crate) fn engine_snapshot(&self, engine: u32) -> Option<EngineSnapshot> {
