@@ -214,7 +214,7 @@ pub struct EngineSnapshot {
     pub queues: Vec<QueueSnapshot>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct WakeState {
     kicked: bool,
     stop: bool,
@@ -224,6 +224,9 @@ struct WakeState {
     /// Test hook ([`Device::starve_cmp_thread`]): the CMP thread stops this long at its next
     /// loop, as a thread the host does not schedule.
     starve: Option<Duration>,
+    /// The running CMP thread's credits to the machine's time. Kept here so that the kick
+    /// that ends its wait credits the wait then, under this lock (one writer at a time).
+    run: Option<clock::RunWriter>,
 }
 
 /// State shared by the `Device` handle and the CMP thread.
@@ -262,8 +265,7 @@ impl Core {
     /// Wakes the CMP thread (no-op cost in step mode).
     pub(crate) fn kick(&self) {
         let mut w = lock(&self.wake);
-        w.kicked = true;
-        let sleeping = w.sleeping;
+        let sleeping = Self::kicked(&mut w);
         // Notify after unlocking: the woken CMP thread's first act is to take this lock, and
         // a doorbell's kick would otherwise make it sleep again on the mutex (the
         // kick → CMP hop went from 8.5 to 2.2 µs).
@@ -272,6 +274,22 @@ impl Core {
             // One CMP thread waits here.
             self.wake_cv.notify_one();
         }
+    }
+
+    /// A kick under the wake lock; returns whether the CMP thread sleeps (and needs waking).
+    fn kicked(w: &mut WakeState) -> bool {
+        let first = !w.kicked;
+        w.kicked = true;
+        if w.sleeping && first {
+            // The wait the CMP thread asked for ends here: from now on it has work, and host
+            // time before it runs is the host not scheduling it, which only a step's allowance
+            // may count. Credited at its own wake-up instead, all of that delay would count
+            // as the machine's time, up to the whole wait it asked for.
+            if let Some(run) = w.run.as_mut() {
+                run.tick(clock::STEP_ALLOWANCE);
+            }
+        }
+        w.sleeping
     }
 
     /// One CMP pass: every engine gets one quantum. Returns whether anything happened.
@@ -317,13 +335,30 @@ impl Core {
     /// CMP thread body.
     fn run(self: Arc<Self>) {
         // The machine's time counts each step of this loop up to STEP_ALLOWANCE, and a wait
-        // up to what it asked for: whatever more the host took, it did not run the GPU.
-        let mut run = self.run_clock.writer();
+        // up to what it asked for or until a kick ends it: whatever more the host took, it
+        // did not run the GPU. The writer is credited under the wake lock (`WakeState::run`).
+        {
+            let mut w = lock(&self.wake);
+            // The last thread's writer goes first: one writer at a time.
+            drop(w.run.take());
+            w.run = Some(self.run_clock.writer());
+        }
+        // Stopped or unwinding, the writer goes and the clock follows the host again.
+        struct Ended<'a>(&'a Core);
+        impl Drop for Ended<'_> {
+            fn drop(&mut self) {
+                drop(lock(&self.0.wake).run.take());
+            }
+        }
+        let _ended = Ended(&self);
         loop {
             let starve = {
                 let mut w = lock(&self.wake);
                 if w.stop {
                     return;
+                }
+                if let Some(run) = w.run.as_mut() {
+                    run.tick(clock::STEP_ALLOWANCE);
                 }
                 // Consume the kick *before* the pass: a kick that arrives during the pass
                 // sets it again and the wait below returns at once (no lost wake-up).
@@ -338,7 +373,6 @@ impl Core {
             // just woke then gets this CPU instead of waking the idle one.
             let (_, busy) = self.pass_and_look_ahead(true);
             if busy {
-                run.tick(clock::STEP_ALLOWANCE);
                 continue;
             }
             let timeout = self
@@ -347,7 +381,9 @@ impl Core {
                 .min(Duration::from_millis(100));
             let mut w = lock(&self.wake);
             if !w.kicked && !w.stop {
-                run.tick(timeout.saturating_add(clock::STEP_ALLOWANCE));
+                if let Some(run) = w.run.as_mut() {
+                    run.tick(timeout.saturating_add(clock::STEP_ALLOWANCE));
+                }
                 // `sleeping` is set and cleared under the lock a kick takes, so a kick either
                 // sees it and notifies or happens before the check above.
                 w.sleeping = true;
@@ -359,8 +395,6 @@ impl Core {
                 w = g;
                 w.sleeping = false;
             }
-            drop(w);
-            run.tick(clock::STEP_ALLOWANCE);
         }
     }
 
@@ -720,5 +754,39 @@ impl MmioBus for Device {
 
     fn write64(&self, offset: usize, value: u64) {
         self.bus_write(|c| c.write64(offset, value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// TDR-05: the kick that ends the CMP thread's wait also ends the host time that wait may
+    /// count. Kept from returning from its wait (by the wake lock here, as by a host that does
+    /// not schedule it), the thread's machine time moves by a step's allowance at most, however
+    /// long it is kept.
+    #[test]
+    fn tdr_05_a_kick_ends_the_machine_time_a_wait_may_count() {
+        let cfg = DeviceConfig::default();
+        assert_eq!(cfg.mode, Mode::Threaded);
+        let mem = Memory::new(cfg.vram_size);
+        let dev = Device::new(cfg, mem, events::LatchLine::new());
+        dev.start();
+        // With nothing to do, the CMP thread goes to its wait.
+        while !lock(&dev.core.wake).sleeping {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let clock = dev.run_clock();
+        let mut w = lock(&dev.core.wake);
+        assert!(Core::kicked(&mut w), "the CMP thread sleeps");
+        dev.core.wake_cv.notify_one();
+        let at_kick = clock.elapsed();
+        std::thread::sleep(Duration::from_millis(150));
+        let kept = clock.elapsed().saturating_sub(at_kick);
+        drop(w);
+        assert!(
+            kept <= clock::STEP_ALLOWANCE,
+            "{kept:?} of machine time while the woken thread could not run"
+        );
     }
 }
