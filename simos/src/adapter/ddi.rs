@@ -20,7 +20,7 @@
 //! entry, the registry path DriverEntry reads, the thread's current machine, the two DDI shapes
 //! the callers do not take (`DxgkDdiGetNodeMetadata` into an entry of the OS's node array,
 //! `DxgkDdiPowerRuntimeControlRequest` with NULL buffers), an interface's dereference, the
-//! arrays a block names as a test's driver stand-in reads them ([`blocks`]), and the byte-wise
+//! arrays a block names as a test's driver stand-in reads them (`blocks`), and the byte-wise
 //! handling of [`Plain`] blocks the OS pre-fills, zeroes and reads around a call.
 
 use std::cell::Cell;
