@@ -254,19 +254,24 @@ fn ret(v: u64) -> StubResult {
     StubResult::Return(v)
 }
 
-/// A UTF-16 `UNICODE_STRING` at `p`, or `None` for a NULL or malformed one. The structure
-/// and its buffer are read as [`image_bytes`] reads: one the image cannot read is 0x50
-/// (raised, `None`).
+/// A UTF-16 `UNICODE_STRING` at `p`, or `None` for a NULL one or one
+/// [`image_unicode_string`] refuses.
 fn unicode_string(p: u64) -> Option<String> {
     if p == 0 {
         return None;
     }
+    image_unicode_string(p)
+}
+
+/// The image's `UNICODE_STRING` at `p`, read without trusting it: an unreadable structure or
+/// buffer is 0x50 ([`image_bytes`]); an odd length or a NULL buffer with a length is `None`.
+fn image_unicode_string(p: u64) -> Option<String> {
     let head = image_bytes(p, 16)?;
     let len = usize::from(u16::from_le_bytes([head[0], head[1]]));
     let mut at = [0u8; 8];
     at.copy_from_slice(&head[8..16]);
     let buf = u64::from_le_bytes(at);
-    if buf == 0 || len % 2 != 0 {
+    if len % 2 != 0 || (buf == 0 && len != 0) {
         return None;
     }
     let bytes = image_bytes(buf, len)?;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use rvgpu_kmd::platform::Irql;
 
 use super::{
-    image_bytes, image_write, ret, Instance, STATUS_BUFFER_TOO_SMALL, STATUS_INVALID_HANDLE,
-    STATUS_INVALID_PARAMETER, STATUS_OBJECT_NAME_NOT_FOUND, STATUS_SUCCESS,
+    image_unicode_string, image_write, ret, Instance, STATUS_BUFFER_TOO_SMALL,
+    STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_OBJECT_NAME_NOT_FOUND, STATUS_SUCCESS,
 };
 use crate::adapter::context::{irql_above, raise};
 use crate::base::bugcheck::{self, BugCheck};
@@ -36,25 +36,6 @@ fn image_write_u32(out: u64, v: u32) -> bool {
         [out, 1, 0, 0],
     ));
     false
-}
-
-/// The image's `UNICODE_STRING` at `p`, read without trusting it: an unreadable structure or
-/// buffer is 0x50 ([`image_bytes`]); an odd length or a NULL buffer with a length is `None`.
-fn image_unicode_string(p: u64) -> Option<String> {
-    let head = image_bytes(p, 16)?;
-    let len = usize::from(u16::from_le_bytes([head[0], head[1]]));
-    let mut at = [0u8; 8];
-    at.copy_from_slice(&head[8..16]);
-    let buf = u64::from_le_bytes(at);
-    if len % 2 != 0 || (buf == 0 && len != 0) {
-        return None;
-    }
-    let bytes = image_bytes(buf, len)?;
-    let units: Vec<u16> = bytes
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
-    Some(String::from_utf16_lossy(&units))
 }
 
 /// `IoOpenDeviceRegistryKey(DeviceObject, DevInstKeyType, DesiredAccess, DeviceRegKey)`

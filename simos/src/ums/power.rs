@@ -724,15 +724,21 @@ mod tests {
     use super::*;
     use crate::{MachineConfig, Mode};
 
+    /// A stepped machine with its adapter started, and the adapter.
+    fn started() -> (crate::Machine, Arc<AdapterShared>) {
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver().expect("load");
+        m.start_adapter(0).expect("start");
+        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        (m, a)
+    }
+
     /// UM-13: a submission's reference counted without the F-state lock (`take_if_f0`) holds
     /// the node in F0: an F1 decided past it declines and changes nothing; once it is given
     /// back the F1 goes through, and no reference is counted that way on a node in F1.
     #[test]
     fn um_13_f1_declines_past_a_reference_counted_without_the_fstate_lock() {
-        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
-        m.load_driver().expect("load");
-        m.start_adapter(0).expect("start");
-        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        let (_m, a) = started();
         assert!(take_if_f0(&mut lock(&a.ums), 0));
         let held = NodeActive::counted(&a, 0);
         {
@@ -755,10 +761,7 @@ mod tests {
     /// power-down goes through, and a reference is then counted only on the slow path.
     #[test]
     fn um_14_power_down_backs_out_under_a_submissions_node_reference() {
-        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
-        m.load_driver().expect("load");
-        m.start_adapter(0).expect("start");
-        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        let (m, a) = started();
         assert!(take_if_f0(&mut lock(&a.ums), 0));
         let held = NodeActive::counted(&a, 0);
         assert!(!m.power_down(0).expect("power down"), "backed out");
