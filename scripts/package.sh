@@ -144,8 +144,14 @@ if [ "$test_sign" = 1 ]; then
     cert="$cert_dir/rvgpu-test.pem"
     key="$cert_dir/rvgpu-test.key"
     if [ ! -f "$cert" ] || [ ! -f "$key" ]; then
-        cnf="$(mktemp)"
-        cat > "$cnf" <<'CNF'
+        # Packagers running at once (the test binaries of a fresh clone) make it once: under a
+        # lock, into names of their own moved into place key first, so a certificate that
+        # exists is whole and its key is beside it.
+        (
+            flock 9
+            [ -f "$cert" ] && [ -f "$key" ] && exit 0
+            cnf="$(mktemp)"
+            cat > "$cnf" <<'CNF'
 [req]
 distinguished_name = dn
 x509_extensions = ext
@@ -157,15 +163,18 @@ keyUsage = critical, digitalSignature
 extendedKeyUsage = codeSigning
 subjectKeyIdentifier = hash
 CNF
-        if ! log="$(umask 077 && openssl req -new -x509 -newkey rsa:3072 -nodes -sha256 \
-                -days 3650 -config "$cnf" -keyout "$key" -out "$cert" 2>&1)"; then
-            echo "$log" >&2
-            echo "package.sh: openssl could not make the test certificate" >&2
-            rm -f "$cnf" "$cert" "$key"
-            exit 1
-        fi
-        rm -f "$cnf"
-        echo "package.sh: made the test certificate $cert"
+            if ! log="$(umask 077 && openssl req -new -x509 -newkey rsa:3072 -nodes -sha256 \
+                    -days 3650 -config "$cnf" -keyout "$key.$$" -out "$cert.$$" 2>&1)"; then
+                echo "$log" >&2
+                echo "package.sh: openssl could not make the test certificate" >&2
+                rm -f "$cnf" "$cert.$$" "$key.$$"
+                exit 1
+            fi
+            rm -f "$cnf"
+            mv "$key.$$" "$key"
+            mv "$cert.$$" "$cert"
+            echo "package.sh: made the test certificate $cert"
+        ) 9>"$cert_dir/.lock" || exit 1
     fi
     openssl x509 -in "$cert" -outform DER -out "$out/rvgpu-test.cer"
 
