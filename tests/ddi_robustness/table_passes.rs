@@ -2,6 +2,9 @@
 //! arguments, called with every argument 0, and again with a live adapter context first.
 
 use std::collections::BTreeSet;
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::LazyLock;
 
 use rvgpu_ddi::abi::{AbiSlot, SlotVisitor};
 use rvgpu_ddi::catalog::{self, OnNull};
@@ -52,12 +55,53 @@ const FREES_THE_CONTEXT: &str = "DxgkDdiRemoveDevice";
 /// `DxgkDdiNotifySurpriseRemoval`'s type 0 is `DxgkRemovalHibernation`, and it takes no pointer.
 const ZEROS_ARE_VALID: &[&str] = &["DxgkDdiNotifySurpriseRemoval"];
 
-/// Whether slot type `S` takes a context or handle (`HANDLE`, `PVOID`) first: a DDI that takes
-/// its argument block first (the doorbell and most native-fence DDIs) would read the adapter as
-/// that block.
-fn takes_a_context_first<S>() -> bool {
-    std::any::type_name::<S>().contains("fn(*mut core::ffi::c_void")
-}
+/// The catalog's DDIs whose prototype takes a context or handle (`HANDLE`, `PVOID`: a
+/// `*mut c_void`) first: a DDI that takes its argument block first (the doorbell and most
+/// native-fence DDIs) would read the adapter as that block.
+static CONTEXT_FIRST: LazyLock<BTreeSet<&'static str>> = LazyLock::new(|| {
+    #[allow(unused_imports)]
+    use rvgpu_ddi::{feature::*, init::*, kmtest::*};
+    // Asked of each row's concrete prototype: method resolution takes the by-value impl when
+    // the first parameter is `*mut c_void`, else the one through a reference.
+    struct Probe<P>(PhantomData<P>);
+    trait ContextFirst {
+        fn context_first(&self) -> bool {
+            true
+        }
+    }
+    macro_rules! context_first {
+        ($($a:ident),*) => {
+            impl<R $(, $a)*> ContextFirst
+                for Probe<Option<unsafe extern "system" fn(*mut c_void $(, $a)*) -> R>> {}
+        };
+    }
+    context_first!();
+    context_first!(A1);
+    context_first!(A1, A2);
+    context_first!(A1, A2, A3);
+    context_first!(A1, A2, A3, A4);
+    context_first!(A1, A2, A3, A4, A5);
+    context_first!(A1, A2, A3, A4, A5, A6);
+    trait Other {
+        fn context_first(&self) -> bool {
+            false
+        }
+    }
+    impl<P> Other for &Probe<P> {}
+    macro_rules! rows {
+        (rows [ $( ddi!( $name:ident $(= $i:ident . $m:ident)? : $ty:ident )
+            $( . $f:ident $a:tt )* ),* $(,)? ]) => {
+            [ $( (stringify!($name), rows!(@one $ty)) ),* ]
+        };
+        // A reserved slot: no prototype.
+        (@one PVOID) => { false };
+        (@one $ty:ident) => { (&Probe::<$ty>(PhantomData)).context_first() };
+    }
+    rvgpu_ddi::catalog_rows!(rows!)
+        .into_iter()
+        .filter_map(|(name, first)| first.then_some(name))
+        .collect()
+});
 
 impl SlotVisitor for ZeroPass {
     fn visit<const ID: usize, S: AbiSlot>(&mut self, slot: &mut S) {
@@ -83,7 +127,7 @@ impl SlotVisitor for ZeroPass {
             }
             return;
         };
-        if *name == FREES_THE_CONTEXT || !takes_a_context_first::<S>() {
+        if *name == FREES_THE_CONTEXT || !CONTEXT_FIRST.contains(*name) {
             return;
         }
         let mut pdo_stand_in = 0u64;
