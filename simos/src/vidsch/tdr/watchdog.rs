@@ -81,6 +81,19 @@ pub(crate) fn run_passive(a: &AdapterShared, irq: &dyn Interrupts) -> bool {
             cause = Some(Cause::EngineHung);
         } else if n.s > n.c && now.saturating_sub(n.last_change) >= timeout {
             let (s, c) = (n.s, n.c);
+            // What the device already reported is serviced before the verdict: on Windows the
+            // ISR preempts at device IRQL and the DPC it queues runs before that processor
+            // returns to this PASSIVE worker, so a completion the GPU signalled in time is
+            // never judged a hang. Here the interrupt and DPC threads are host threads the
+            // host may not have scheduled yet. A report never raised is not found here.
+            drop(os);
+            let serviced = service_pending(a, irq);
+            os = lock(&sh.os);
+            let n = os.node(node);
+            if serviced && !(n.s > n.c && n.c == c && now.saturating_sub(n.last_change) >= timeout)
+            {
+                return true;
+            }
             let asks = a.os.windows.reading().lost_fence == LostFence::Asked;
             if asks && n.queried_c != Some(c) {
                 // The pages' reading: before a late fence counts as a hang, the OS asks the
@@ -171,4 +184,20 @@ fn preempt(a: &AdapterShared, node: u32, id: u32) -> Result<(), SimError> {
         .handed(&rvgpu_ddi::handover::PREEMPT_COMMAND, &args);
     let status = f.call_unaudited(a, At::Level(Irql::Dispatch), (ctx, &args))?;
     crate::vidsch::legacy::submit_succeeded(a, status, node, id)
+}
+
+/// Runs the ISR while the device's line is up and then every queued DPC, as the interrupt and
+/// DPC threads would (bounded as the reset's own servicing is); whether anything ran.
+fn service_pending(a: &AdapterShared, irq: &dyn Interrupts) -> bool {
+    let mut ran = false;
+    for _ in 0..1000 {
+        if !irq.service_interrupt(a) {
+            break;
+        }
+        ran = true;
+    }
+    while irq.service_dpc(a) {
+        ran = true;
+    }
+    ran
 }
