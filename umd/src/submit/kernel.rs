@@ -332,14 +332,28 @@ impl<K: Kmt> KernelPath<K> {
         if cmds.store(&mut sink).is_err() || sink.budget.room() != 0 {
             return Err(SubmitError::TooLarge);
         }
-        let off = sink.off;
+        let (at, off) = (cb.gpu_va, sink.off);
+        self.submit_stored(kmt, at, start..off, may_wait)
+    }
+
+    /// Submits what was stored in the current buffer from `stored.start` to `stored.end`
+    /// (`cb_va`: the buffer's address) and moves `head` past it.
+    #[inline(always)]
+    fn submit_stored(
+        &mut self,
+        kmt: &K,
+        cb_va: u64,
+        stored: core::ops::Range<u64>,
+        may_wait: bool,
+    ) -> Result<u64, SubmitError> {
+        let bytes = stored.end.saturating_sub(stored.start);
         // The command buffer's own address plus an offset inside it.
-        let at = GpuVa::new(cb.gpu_va)
-            .checked_add(start)
+        let at = GpuVa::new(cb_va)
+            .checked_add(stored.start)
             .ok_or(SubmitError::TooLarge)?;
         let value = self.submit_one(kmt, at, bytes, may_wait)?;
-        self.head = off;
-        if let Some(c) = self.cbs.get_mut(cur) {
+        self.head = stored.end;
+        if let Some(c) = self.cbs.get_mut(self.cur) {
             c.last_use = value;
         }
         Ok(value)
@@ -387,18 +401,8 @@ impl<K: Kmt> KernelPath<K> {
         if !stored {
             return self.submit_checked(kmt, cmds);
         }
-        let off = sink.off;
-        let bytes = room.saturating_sub(sink.budget.room()).saturating_mul(8);
-        // The command buffer's own address plus an offset inside it.
-        let at = GpuVa::new(cb.gpu_va)
-            .checked_add(start)
-            .ok_or(SubmitError::TooLarge)?;
-        let value = self.submit_one(kmt, at, bytes, waits)?;
-        self.head = off;
-        if let Some(c) = self.cbs.get_mut(cur) {
-            c.last_use = value;
-        }
-        Ok(value)
+        let (at, off) = (cb.gpu_va, sink.off);
+        self.submit_stored(kmt, at, start..off, waits)
     }
 
     /// [`Self::submit`] of a batch that is empty, has INDIRECTs or does not fit in the current

@@ -113,16 +113,7 @@ fn um_01_kernel_mode_queue() {
         ])
         .unwrap();
     assert_eq!(v, 4, "three submissions");
-    let subs: Vec<(u64, u64, u32)> = m
-        .log()
-        .into_iter()
-        .filter_map(|e| match e {
-            Ev::KmSubmit {
-                value, gpu, bytes, ..
-            } => Some((value, gpu, bytes)),
-            _ => None,
-        })
-        .collect();
+    let subs = km_submits(&m);
     assert_eq!(subs.len(), 3);
     assert_eq!(subs[1], (3, buf.gpu_va, 32), "the INDIRECT's own buffer");
     assert_eq!(subs[0], (2, cb_start + 32, 32));
@@ -299,8 +290,16 @@ fn um_01_kernel_mode_refused_batch_leaves_the_command_buffer_where_it_was() {
     assert_eq!(q.last_submitted(), 1);
     assert_eq!(m.log(), Vec::new(), "no submission, no new buffer");
     assert_eq!(q.submit(&[fill(2)]).unwrap(), 2);
-    let subs: Vec<(u64, u64, u32)> = m
-        .log()
+    let subs = km_submits(&m);
+    assert_eq!(subs, vec![(2, cb_start + 32, 32)]);
+    finish_in_order(&m, q, 2);
+}
+
+/// A kernel-mode queue with `command_buffer_size`-byte command buffers on a device that runs
+/// only when a wait lets time pass.
+/// The kernel-mode submissions in `m`'s log: (progress value, GPU VA, bytes).
+fn km_submits(m: &Mock) -> Vec<(u64, u64, u32)> {
+    m.log()
         .into_iter()
         .filter_map(|e| match e {
             Ev::KmSubmit {
@@ -308,13 +307,9 @@ fn um_01_kernel_mode_refused_batch_leaves_the_command_buffer_where_it_was() {
             } => Some((value, gpu, bytes)),
             _ => None,
         })
-        .collect();
-    assert_eq!(subs, vec![(2, cb_start + 32, 32)]);
-    finish_in_order(&m, q, 2);
+        .collect()
 }
 
-/// A kernel-mode queue with `command_buffer_size`-byte command buffers on a device that runs
-/// only when a wait lets time pass.
 fn held_kernel_queue(m: &Mock, command_buffer_size: u64) -> KernelQueue<&Mock> {
     m.w().auto = false;
     let cfg = QueueConfig {
