@@ -20,7 +20,9 @@ use rvgpu_umd::kmt::{KmtHandle, NtStatus};
 use super::context_virtual::CallerMemory;
 use super::native_fence::{SYNC_NO_SIGNAL as NO_SIGNAL, SYNC_NO_WAIT as NO_WAIT};
 use super::refusal::row::*;
-use super::sync_from_cpu::{CallerProcess, HostArrays, SyncObject, MAX_OBJECTS};
+use super::sync_from_cpu::{
+    handles, objects_of, repeats, values, CallerProcess, HostArrays, SyncObject,
+};
 use crate::adapter::AdapterShared;
 use crate::machine::Machine;
 use crate::ums::{self, UmsProcess};
@@ -29,56 +31,6 @@ use crate::ums::{self, UmsProcess};
 const SIGNAL_RESERVED: u32 = 0x7FFF_FFF8;
 /// `D3DDDICB_SIGNALFLAGS` bit 31 (`DXGK_SIGNAL_FLAG_INTERNAL0`, the OS's own).
 const SIGNAL_INTERNAL: u32 = 0x8000_0000;
-
-/// `count` entries of `size` bytes at `at` (above [`MAX_OBJECTS`], what a failed pool
-/// allocation answers: STATUS_NO_MEMORY; a fault, the probe's status).
-fn capture(
-    mem: &dyn CallerMemory,
-    count: u32,
-    at: u64,
-    size: u32,
-    no_pool: NtStatus,
-) -> Result<Vec<u8>, NtStatus> {
-    if count > MAX_OBJECTS {
-        return Err(no_pool);
-    }
-    mem.read(at, count.saturating_mul(size))
-}
-
-fn handles(
-    mem: &dyn CallerMemory,
-    count: u32,
-    at: u64,
-    no_pool: NtStatus,
-) -> Result<Vec<KmtHandle>, NtStatus> {
-    Ok(capture(mem, count, at, 4, no_pool)?
-        .chunks_exact(4)
-        .map(|c| <[u8; 4]>::try_from(c).map_or(0, u32::from_le_bytes))
-        .collect())
-}
-
-fn values(
-    mem: &dyn CallerMemory,
-    count: u32,
-    at: u64,
-    no_pool: NtStatus,
-) -> Result<Vec<u64>, NtStatus> {
-    Ok(capture(mem, count, at, 8, no_pool)?
-        .chunks_exact(8)
-        .map(|c| <[u8; 8]>::try_from(c).map_or(0, u64::from_le_bytes))
-        .collect())
-}
-
-/// Whether two entries name the same object.
-fn same(a: &SyncObject, b: &SyncObject) -> bool {
-    match (a, b) {
-        (SyncObject::Native(x), SyncObject::Native(y)) => {
-            x.adapter() == y.adapter() && x.global_handle() == y.global_handle()
-        }
-        (SyncObject::Monitored(x), SyncObject::Monitored(y)) => x.handle() == y.handle(),
-        _ => false,
-    }
-}
 
 /// The objects as VidSch's packets take them, each with its handle and value: a monitored
 /// fence or a native fence of the device alike (24H2's lookups take both as device sync
@@ -185,8 +137,9 @@ pub const SUBMIT_SIGNAL_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
 
 /// `DxgkSubmitSignalSyncObjectsToHwQueueInternal` for the caller's structure `a`, in 24H2's
 /// order, every refusal STATUS_INVALID_PARAMETER unless said:
-/// 1. `ObjectCount` 0; the handles captured (above [`MAX_OBJECTS`], STATUS_NO_MEMORY; a
-///    fault, its status);
+/// 1. `ObjectCount` 0; the handles captured (above
+///    [`MAX_OBJECTS`](super::sync_from_cpu::MAX_OBJECTS), STATUS_NO_MEMORY; a fault, its
+///    status);
 /// 2. `BroadcastHwQueueCount` 0; the queue handles captured (the same);
 /// 3. `BroadcastHwQueueArray[0]` not a hardware queue of the caller's (`owner`); its device
 ///    not active, STATUS_DEVICE_REMOVED;
@@ -241,29 +194,16 @@ pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
             return Err(C::FurtherQueue.refuse());
         }
     }
-    let found = objects
-        .iter()
-        .map(|&h| {
-            let o = caller.object(h).ok_or(C::Unknown.refuse())?;
-            if o.flags & NO_SIGNAL != 0 {
-                return Err(C::NoSignal.refuse());
-            }
-            if o.device != p.device {
-                return Err(C::OtherDevice.refuse());
-            }
-            Ok(o.object)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let refusals = [C::Unknown, C::NoSignal, C::OtherDevice].map(C::refuse);
+    let found = objects_of(caller, p.device, &objects, NO_SIGNAL, refusals)?;
     let values = values(
         mem,
         a.ObjectCount,
         a.FenceValueArray,
         C::ValuesPool.refuse(),
     )?;
-    for (i, o) in found.iter().enumerate() {
-        if found.iter().skip(i + 1).any(|q| same(o, q)) {
-            return Err(C::Twice.refuse());
-        }
+    if repeats(&found) {
+        return Err(C::Twice.refuse());
     }
     let fences = scheduled(&objects, found, &values);
     ums::submit_signal_objects_to_hw_queues(m, &sh, p.device, &queues, fences)
@@ -309,8 +249,9 @@ pub const SUBMIT_WAIT_FOR_SYNC_OBJECTS_TO_HW_QUEUE: Thunk = Thunk {
 
 /// `DxgkSubmitWaitForSyncObjectsToHwQueueInternal` for the caller's structure `a`, in 24H2's
 /// order, every refusal STATUS_INVALID_PARAMETER unless said:
-/// 1. `ObjectCount` 0; the handles captured (above [`MAX_OBJECTS`], STATUS_NO_MEMORY; a
-///    fault, its status);
+/// 1. `ObjectCount` 0; the handles captured (above
+///    [`MAX_OBJECTS`](super::sync_from_cpu::MAX_OBJECTS), STATUS_NO_MEMORY; a fault, its
+///    status);
 /// 2. `hHwQueue` not a hardware queue of the caller's (`owner`); its device not active,
 ///    STATUS_DEVICE_REMOVED;
 /// 3. the values captured;

@@ -85,34 +85,63 @@ impl SyncObject {
     }
 }
 
-/// Both arrays of `count` entries from the caller's memory, after the pool bound.
+/// `count` entries of `size` bytes at `at` (above [`MAX_OBJECTS`], what a failed pool
+/// allocation answers: `no_pool`; a fault, the probe's status).
 fn capture(
+    mem: &dyn CallerMemory,
+    count: u32,
+    at: u64,
+    size: u32,
+    no_pool: NtStatus,
+) -> Result<Vec<u8>, NtStatus> {
+    if count > MAX_OBJECTS {
+        return Err(no_pool);
+    }
+    mem.read(at, count.saturating_mul(size))
+}
+
+/// `count` handles at `at`, captured as [`capture`] does.
+pub(super) fn handles(
+    mem: &dyn CallerMemory,
+    count: u32,
+    at: u64,
+    no_pool: NtStatus,
+) -> Result<Vec<KmtHandle>, NtStatus> {
+    Ok(capture(mem, count, at, 4, no_pool)?
+        .chunks_exact(4)
+        .map(|c| <[u8; 4]>::try_from(c).map_or(0, u32::from_le_bytes))
+        .collect())
+}
+
+/// `count` fence values at `at`, captured as [`capture`] does.
+pub(super) fn values(
+    mem: &dyn CallerMemory,
+    count: u32,
+    at: u64,
+    no_pool: NtStatus,
+) -> Result<Vec<u64>, NtStatus> {
+    Ok(capture(mem, count, at, 8, no_pool)?
+        .chunks_exact(8)
+        .map(|c| <[u8; 8]>::try_from(c).map_or(0, u64::from_le_bytes))
+        .collect())
+}
+
+/// Both arrays of `count` entries from the caller's memory, after the pool bound.
+fn capture_both(
     mem: &dyn CallerMemory,
     count: u32,
     handles_at: u64,
     values_at: u64,
     no_pool: NtStatus,
 ) -> Result<(Vec<KmtHandle>, Vec<u64>), NtStatus> {
-    if count > MAX_OBJECTS {
-        return Err(no_pool);
-    }
-    let h = mem.read(handles_at, count.saturating_mul(4))?;
-    let v = mem.read(values_at, count.saturating_mul(8))?;
-    let handles = h
-        .chunks_exact(4)
-        .map(|c| <[u8; 4]>::try_from(c).map_or(0, u32::from_le_bytes))
-        .collect();
-    let values = v
-        .chunks_exact(8)
-        .map(|c| <[u8; 8]>::try_from(c).map_or(0, u64::from_le_bytes))
-        .collect();
-    Ok((handles, values))
+    let h = handles(mem, count, handles_at, no_pool)?;
+    Ok((h, values(mem, count, values_at, no_pool)?))
 }
 
 /// Each handle's object, in order: not in the caller's table is STATUS_INVALID_PARAMETER, an
 /// instance with the `refused` flag STATUS_ACCESS_DENIED, one of another device than
 /// `device` STATUS_INVALID_PARAMETER.
-fn objects_of(
+pub(super) fn objects_of(
     caller: &dyn CallerProcess,
     device: KmtHandle,
     handles: &[KmtHandle],
@@ -134,8 +163,16 @@ fn objects_of(
         .collect()
 }
 
-/// Whether two entries name the same object (24H2 orders the objects' locks and refuses a
-/// repeat).
+/// Whether an object stands twice among `objects` (24H2 orders the objects' locks and
+/// refuses a repeat).
+pub(super) fn repeats(objects: &[SyncObject]) -> bool {
+    objects
+        .iter()
+        .enumerate()
+        .any(|(i, o)| objects.iter().skip(i + 1).any(|p| same(o, p)))
+}
+
+/// Whether two entries name the same object.
 fn same(a: &SyncObject, b: &SyncObject) -> bool {
     match (a, b) {
         (SyncObject::Native(x), SyncObject::Native(y)) => {
@@ -212,7 +249,7 @@ pub fn dxgk_signal_synchronization_object_from_cpu(
     if a.ObjectCount == 0 {
         return Err(C::ObjectCount.refuse());
     }
-    let (handles, values) = capture(
+    let (handles, values) = capture_both(
         mem,
         a.ObjectCount,
         a.ObjectHandleArray,
@@ -225,10 +262,8 @@ pub fn dxgk_signal_synchronization_object_from_cpu(
     }
     let refusals = [C::Unknown, C::NoSignal, C::OtherDevice].map(C::refuse);
     let objects = objects_of(caller, device.device, &handles, NO_SIGNAL, refusals)?;
-    for (i, o) in objects.iter().enumerate() {
-        if objects.iter().skip(i + 1).any(|p| same(o, p)) {
-            return Err(C::Twice.refuse());
-        }
+    if repeats(&objects) {
+        return Err(C::Twice.refuse());
     }
     if a.Flags & ALLOW_FENCE_REWIND == 0 {
         let rewinds = |(o, &v): (&SyncObject, &u64)| match o {
@@ -330,7 +365,7 @@ pub fn dxgk_wait_for_synchronization_object_from_cpu_internal(
     if a.Flags & !WAIT_ANY != 0 {
         return Err(C::Flags.refuse());
     }
-    let (handles, values) = capture(
+    let (handles, values) = capture_both(
         mem,
         a.ObjectCount,
         a.ObjectHandleArray,
