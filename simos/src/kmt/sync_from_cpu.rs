@@ -85,19 +85,25 @@ impl SyncObject {
     }
 }
 
-/// `count` entries of `size` bytes at `at` (above [`MAX_OBJECTS`], what a failed pool
-/// allocation answers: `no_pool`; a fault, the probe's status).
-fn capture(
+/// `count` little-endian entries of `N` bytes at `at`, each read by `from` (above
+/// [`MAX_OBJECTS`], what a failed pool allocation answers: `no_pool`; a fault, the probe's
+/// status).
+fn capture<const N: usize, T: Default>(
     mem: &dyn CallerMemory,
     count: u32,
     at: u64,
-    size: u32,
     no_pool: NtStatus,
-) -> Result<Vec<u8>, NtStatus> {
+    from: fn([u8; N]) -> T,
+) -> Result<Vec<T>, NtStatus> {
     if count > MAX_OBJECTS {
         return Err(no_pool);
     }
-    mem.read(at, count.saturating_mul(size))
+    let size = u32::try_from(N).unwrap_or(u32::MAX);
+    Ok(mem
+        .read(at, count.saturating_mul(size))?
+        .chunks_exact(N)
+        .map(|c| <[u8; N]>::try_from(c).map_or_else(|_| T::default(), from))
+        .collect())
 }
 
 /// `count` handles at `at`, captured as [`capture`] does.
@@ -107,10 +113,7 @@ pub(super) fn handles(
     at: u64,
     no_pool: NtStatus,
 ) -> Result<Vec<KmtHandle>, NtStatus> {
-    Ok(capture(mem, count, at, 4, no_pool)?
-        .chunks_exact(4)
-        .map(|c| <[u8; 4]>::try_from(c).map_or(0, u32::from_le_bytes))
-        .collect())
+    capture(mem, count, at, no_pool, u32::from_le_bytes)
 }
 
 /// `count` fence values at `at`, captured as [`capture`] does.
@@ -120,10 +123,7 @@ pub(super) fn values(
     at: u64,
     no_pool: NtStatus,
 ) -> Result<Vec<u64>, NtStatus> {
-    Ok(capture(mem, count, at, 8, no_pool)?
-        .chunks_exact(8)
-        .map(|c| <[u8; 8]>::try_from(c).map_or(0, u64::from_le_bytes))
-        .collect())
+    capture(mem, count, at, no_pool, u64::from_le_bytes)
 }
 
 /// Both arrays of `count` entries from the caller's memory, after the pool bound.
