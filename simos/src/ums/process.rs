@@ -5,9 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use rvgpu_ddi::basic::HANDLE;
-use rvgpu_ddi::dxgkrnl::{
-    D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT, D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY,
-};
+use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_RETRY;
 use rvgpu_ddi::ntstatus::{STATUS_ACCESS_DENIED, STATUS_INVALID_HANDLE};
 use rvgpu_ddi::submission::{DXGKARG_CREATEDEVICE, DXGKARG_CREATEDEVICE_0, DXGK_CREATEDEVICEFLAGS};
 
@@ -26,7 +24,7 @@ use super::context::destroy_context;
 use super::disconnect::os_disconnect;
 use super::doorbell::destroy_doorbell;
 use super::host::UmsHost;
-use super::hwqueue::destroy_hw_queue;
+use super::hwqueue::{destroy_hw_queue, destroy_hw_queue_with_doorbell};
 use super::kmd::{check_kmd_handle, destroy_kmd};
 use super::locks::{dev_guard, device_lock, exclusive};
 use super::power::{power_up_if_needed, resume_power_suspended, suspend_context};
@@ -105,18 +103,8 @@ fn teardown_allocations_first(
     // `DrainResources`, `DrainAllocations`: unmapped, destroyed in the driver, given back.
     drain_allocations(m, a, &dl, device)?;
     // `DXGDEVICE::DestroyDevice`@0x1402CE23C, each queue through
-    // `DXGHWQUEUE::DestroyCoreState`@0x1402CDD74: its doorbell disconnected if connected and
-    // destroyed (`DXGDOORBELL::DestroyCoreState`@0x1401D804C, status ABORT), then
-    // `DdiDestroyHwQueue`.
-    for q in queues {
-        let _g = dev_guard(a, &dl);
-        let doorbell = lock(&a.ums).queues.get(&q).and_then(|q| q.doorbell);
-        if let Some(d) = doorbell {
-            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
-            destroy_doorbell(a, d)?;
-        }
-        destroy_hw_queue(m, a, q)?;
-    }
+    // `DXGHWQUEUE::DestroyCoreState`.
+    destroy_queues_aborted(m, a, &dl, queues)?;
     destroy_device_rest(m, a, &dl, device)
 }
 
@@ -139,32 +127,10 @@ pub(crate) fn destroy_device(
     }
     let dl = device_lock(a, device)?;
     let queues = lock(&a.ums).queues_of_device(device);
-    for q in queues {
-        let _g = dev_guard(a, &dl);
-        let doorbell = lock(&a.ums).queues.get(&q).and_then(|q| q.doorbell);
-        if let Some(d) = doorbell {
-            os_disconnect(a, d, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT)?;
-            destroy_doorbell(a, d)?;
-        }
-        destroy_hw_queue(m, a, q)?;
-    }
-    {
-        let _g = dev_guard(a, &dl);
-        let ctxs = lock(&a.ums).contexts_of_device(device);
-        for c in ctxs {
-            destroy_context(m, a, c)?;
-        }
-    }
+    destroy_queues_aborted(m, a, &dl, queues)?;
+    destroy_contexts(m, a, &dl, device)?;
     m.gpu_va_teardown(a, device, None)?;
-    let last = {
-        let os = lock(&a.ums);
-        os.devices
-            .get(&device)
-            .is_some_and(|d| last_device(&os, device, d.process))
-    };
-    if last {
-        close_process_fences(m, a, device)?;
-    }
+    close_fences_if_last(m, a, device)?;
     drain_allocations(m, a, &dl, device)?;
     destroy_device_rest(m, a, &dl, device)
 }
@@ -210,25 +176,12 @@ fn destroy_device_rest(
             .filter(|pid| last_device(&os, device, *pid) && !os.held.contains(pid))
     };
     m.gpu_va_teardown(a, device, space)?;
-    let g = dev_guard(a, dl);
-    let ctxs = lock(&a.ums).contexts_of_device(device);
-    for c in ctxs {
-        destroy_context(m, a, c)?;
-    }
-    // A native fence's pages leave the process by paging, which takes the shared power lock
-    // itself: not under the device guard (a second shared acquisition behind a waiting
-    // writer would deadlock, as for the VA space below).
-    drop(g);
+    // Under the device guard, dropped before the fences: a native fence's pages leave the
+    // process by paging, which takes the shared power lock itself (a second shared
+    // acquisition behind a waiting writer would deadlock, as for the VA space below).
+    destroy_contexts(m, a, dl, device)?;
     // The process's own objects go with its last device.
-    let last = {
-        let os = lock(&a.ums);
-        os.devices
-            .get(&device)
-            .is_some_and(|d| last_device(&os, device, d.process))
-    };
-    if last {
-        close_process_fences(m, a, device)?;
-    }
+    close_fences_if_last(m, a, device)?;
     let _g = dev_guard(a, dl);
     let kmd = lock(&a.ums).device(device)?.kmd;
     destroy_kmd!(a, table(a)?, DxgkDdiDestroyDevice, "device", kmd)?;
@@ -244,6 +197,54 @@ fn destroy_device_rest(
     // acquisition behind a waiting writer, the worker's exclusive one, would deadlock).
     drop(_g);
     process_gone(m, a, pid)
+}
+
+/// Each of `queues` with its doorbell, as `K:DXGHWQUEUE::DestroyCoreState` destroys it
+/// ([`destroy_hw_queue_with_doorbell`]), each under the device guard.
+fn destroy_queues_aborted(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    dl: &Mutex<()>,
+    queues: Vec<KmtHandle>,
+) -> Result<(), SimError> {
+    for q in queues {
+        let _g = dev_guard(a, dl);
+        destroy_hw_queue_with_doorbell(m, a, q)?;
+    }
+    Ok(())
+}
+
+/// Every context of `device` destroyed, under the device guard.
+fn destroy_contexts(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    dl: &Mutex<()>,
+    device: KmtHandle,
+) -> Result<(), SimError> {
+    let _g = dev_guard(a, dl);
+    let ctxs = lock(&a.ums).contexts_of_device(device);
+    for c in ctxs {
+        destroy_context(m, a, c)?;
+    }
+    Ok(())
+}
+
+/// The process's fences closed ([`close_process_fences`]) when `device` is its last.
+fn close_fences_if_last(
+    m: &dyn UmsHost,
+    a: &AdapterShared,
+    device: KmtHandle,
+) -> Result<(), SimError> {
+    let last = {
+        let os = lock(&a.ums);
+        os.devices
+            .get(&device)
+            .is_some_and(|d| last_device(&os, device, d.process))
+    };
+    if last {
+        close_process_fences(m, a, device)?;
+    }
+    Ok(())
 }
 
 /// Whether `device` is `pid`'s only device on the adapter.
@@ -379,10 +380,10 @@ pub(super) fn wait_queue_idle(
         let Some(q) = os.queues.get(&q) else {
             return Ok(true);
         };
-        let Some(fence) = q.progress.clone() else {
+        let Some(fence) = q.progress().cloned() else {
             return Ok(true);
         };
-        (fence, q.last_queued.load(Ordering::Acquire))
+        (fence, q.last_queued().load(Ordering::Acquire))
     };
     if fence.value() >= last {
         lock(&a.ums).events.push(UmsEvent::WaitedIdle {
