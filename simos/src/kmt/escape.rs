@@ -48,6 +48,13 @@ fn st(s: i32) -> NtStatus {
     NtStatus(s)
 }
 
+/// The `DXGKDDI_INTERFACE_VERSION` adapter `a`'s driver registered: what
+/// `K:DXGADAPTER::Initialize` @0x14018FAF8 keeps at DXGADAPTER +0x8E8 and `DxgkEscape` reads
+/// there.
+fn interface_version(a: &crate::adapter::AdapterShared) -> u32 {
+    a.table.slot(|t| t.Version).unwrap_or(0)
+}
+
 /// Whether `h` is a context (`DXGCONTEXT`) of device `d`.
 fn context_of(m: &Machine, d: &UmsProcess, h: KmtHandle) -> bool {
     m.adapter_shared(d.adapter).is_ok_and(|a| {
@@ -107,8 +114,9 @@ pub const ESCAPE: Thunk = Thunk {
 /// 4. the types 24H2 answers before any handle (`types::before_handles`);
 /// 5. `hAdapter` not an adapter handle of the caller; `hDevice` not 0 and not a device of that
 ///    adapter; `hContext` not 0 and not a context of `hDevice`;
-/// 6. `Flags.Reserved`, bits 8..31 or `Flags.VirtualMachineData` set (every WDDM 2+ adapter,
-///    DDI version 0x5023 or later);
+/// 6. on an adapter whose driver registered `DXGKDDI_INTERFACE_VERSION` 0x5023 (WDDM 2.0) or
+///    later: `Flags.Reserved`, bits 8..31 or `Flags.VirtualMachineData` set; an older driver's
+///    escape goes on with them;
 /// 7. VIDMM's suspend refused (`types::before_access`); the adapter not active
 ///    (`K:COREADAPTERACCESS::AcquireShared` @0x14000F940 reads DXGADAPTER +200: not started,
 ///    or removed), then `hDevice`'s DXGDEVICE not active (+608, `super::lock::device_active`:
@@ -120,7 +128,8 @@ pub const ESCAPE: Thunk = Thunk {
 ///    else, for the driver: its `DxgkDdiEscape` missing (STATUS_NOT_SUPPORTED), no data,
 ///    an adapter of PCI vendor 0x1002 and data it screens out (`types::vendor_refuses`,
 ///    STATUS_NOT_SUPPORTED), `Flags.DriverCommonEscape` (STATUS_NOT_SUPPORTED), then `DxgkDdiEscape` with the driver's
-///    device, context and process handles, whose status is returned.
+///    device, context and process handles and `Flags` with `VirtualMachineData` cleared, whose
+///    status is returned.
 ///
 /// On an `NT_SUCCESS` status the kernel copy is written back to the caller's private data.
 pub fn dxgk_escape(
@@ -172,23 +181,27 @@ pub fn dxgk_escape(
     if a.hContext != 0 && !device.is_some_and(|d| context_of(m, &d, a.hContext)) {
         return Err(C::HContextContextHDevice.refuse());
     }
-    if a.Flags & (RESERVED | RESERVED2) != 0 {
+    let shared = m
+        .adapter_shared(i)
+        .map_err(|_| C::AdapterActiveStarted.refuse())?;
+    let wddm2 = interface_version(shared) >= types::INTERFACE_WDDM2_0;
+    if wddm2 && a.Flags & (RESERVED | RESERVED2) != 0 {
         return Err(C::AdapterDDIVersion.refuse());
     }
-    if a.Flags & VIRTUAL_MACHINE_DATA != 0 {
+    if wddm2 && a.Flags & VIRTUAL_MACHINE_DATA != 0 {
         return Err(C::AdapterDDIVersion2.refuse());
     }
     types::before_access(a, &data)?;
     // A driver-private escape that takes no adapter access only reads the adapter's state;
     // either way an adapter not active is refused.
+    let unsynchronized = wddm2 && a.Flags & NO_ADAPTER_SYNCHRONIZATION != 0;
     let removed = if a.Type == ESCAPE_DRIVERPRIVATE
-        && a.Flags & (DRIVER_COMMON_ESCAPE | NO_ADAPTER_SYNCHRONIZATION) != 0
+        && (a.Flags & DRIVER_COMMON_ESCAPE != 0 || unsynchronized)
     {
         C::DRIVERPRIVATEWithoutAdapter.refuse()
     } else {
         C::AdapterActiveStarted.refuse()
     };
-    let shared = m.adapter_shared(i).map_err(|_| removed)?;
     if !m.adapter_started(i) || crate::ums::adapter_removed(shared) {
         return Err(removed);
     }
@@ -275,7 +288,9 @@ fn driver_private(
     };
     let args = DXGKARG_ESCAPE {
         hDevice: kmd_device as HANDLE,
-        Flags: a.Flags,
+        // 24H2 sets VirtualMachineData to whether the caller is a VM's process
+        // (`DXGPROCESS::IsVmProcessOrVmValidation`): no simulated process is.
+        Flags: a.Flags & !VIRTUAL_MACHINE_DATA,
         pPrivateDriverData: data.as_mut_ptr().cast(),
         PrivateDriverDataSize: u32::try_from(data.len())
             .map_err(|_| C::PrivateDriverDataSizeOverX200.refuse())?,

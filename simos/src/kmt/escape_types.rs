@@ -12,6 +12,11 @@ use rvgpu_ddi::d3dkmt::D3DKMT_ESCAPE;
 
 use super::refusal::row::*;
 
+/// `DXGKDDI_INTERFACE_VERSION_WDDM2_0`: from this interface version on, `DxgkEscape` refuses
+/// the reserved flags and `VirtualMachineData`, and `NoAdapterSynchronization` spares a
+/// driver-private escape the adapter's lock (`K:DxgkEscape` @0x140419AB0 compares the version
+/// `K:DXGADAPTER::Initialize` @0x14018FAF8 keeps at DXGADAPTER +0x8E8).
+pub const INTERFACE_WDDM2_0: u32 = 0x5023;
 /// `D3DDDI_ESCAPEFLAGS::HardwareAccess`.
 pub const HARDWARE_ACCESS: u32 = 1 << 0;
 /// `D3DDDI_ESCAPEFLAGS::NoAdapterSynchronization`.
