@@ -373,14 +373,10 @@ fn ddi_03_d3dkmtmakeresident_answers_as_24h2() {
     w.done();
 }
 
-/// AL-02: `D3DKMTLock2` and `D3DKMTUnlock2` from the DLL's process refuse what 24H2 refuses
-/// (`K:DxgkLock2` @0x1402A3430 / `K:DxgkLock2Internal` @0x1402A3F00, `K:DxgkUnlock2`
-/// @0x1402A21C0 / `K:DxgkUnlock2Internal` @0x1402A2B20), `pData` untouched then; a lock of
-/// the device's allocation writes its CPU address and the unlock takes it back.
-#[test]
-fn al_02_d3dkmtlock2_and_unlock2_answer_as_24h2() {
-    let w = world();
-    let cases: [(&str, u32, u32); 4] = [
+/// The (hDevice, hAllocation) pairs the thunks taking a device and one of its allocations
+/// refuse, each with the check of the catalog it drives.
+fn device_allocation_refusals(w: &World) -> [(&'static str, u32, u32); 4] {
+    [
         (
             "hDevice not in the caller's handle table",
             BAD_HANDLE,
@@ -401,7 +397,17 @@ fn al_02_d3dkmtlock2_and_unlock2_answer_as_24h2() {
             w.other_device,
             w.allocation,
         ),
-    ];
+    ]
+}
+
+/// AL-02: `D3DKMTLock2` and `D3DKMTUnlock2` from the DLL's process refuse what 24H2 refuses
+/// (`K:DxgkLock2` @0x1402A3430 / `K:DxgkLock2Internal` @0x1402A3F00, `K:DxgkUnlock2`
+/// @0x1402A21C0 / `K:DxgkUnlock2Internal` @0x1402A2B20), `pData` untouched then; a lock of
+/// the device's allocation writes its CPU address and the unlock takes it back.
+#[test]
+fn al_02_d3dkmtlock2_and_unlock2_answer_as_24h2() {
+    let w = world();
+    let cases = device_allocation_refusals(&w);
     let not_driven = [
         ("the device not active", BY_MUST_SUCCEED),
         (
@@ -442,28 +448,7 @@ fn al_02_d3dkmtlock2_and_unlock2_answer_as_24h2() {
 fn al_06_d3dkmtinvalidatecache_answers_as_24h2() {
     const T: &str = "D3DKMTInvalidateCache";
     let w = world();
-    let cases: [(&str, u32, u32); 4] = [
-        (
-            "hDevice not in the caller's handle table",
-            BAD_HANDLE,
-            w.allocation,
-        ),
-        (
-            "hAllocation not an allocation in the caller's handle table",
-            w.device,
-            BAD_HANDLE,
-        ),
-        (
-            "hAllocation not an allocation in the caller's handle table",
-            w.device,
-            w.queue,
-        ),
-        (
-            "hAllocation of another device",
-            w.other_device,
-            w.allocation,
-        ),
-    ];
+    let cases = device_allocation_refusals(&w);
     let mut driven = Vec::new();
     for (what, device, allocation) in cases {
         let mut c = [u64::from(device) | (u64::from(allocation) << 32), 0, 0];
