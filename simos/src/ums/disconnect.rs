@@ -170,7 +170,7 @@ pub(crate) fn cb_disconnect_doorbell(args: &DXGKARGCB_DISCONNECTDOORBELL) -> NTS
     let found = os.doorbells_named(hd).into_iter().find_map(|h| {
         let d = os.doorbells.get(&h)?;
         let q = os.queues.get(&d.queue)?;
-        let kmd_pair = d.kmd == hd && q.kmd == hq;
+        let kmd_pair = d.kmd == hd && q.kmd() == hq;
         // The OS's own pair: the doorbell's kernel handle and Dxgkrnl's queue object (the
         // input `hHwQueue` of the queue's creation).
         let os_pair = kernel_handle(d.handle) == hd && q.dxg.addr() == hq;
@@ -184,7 +184,7 @@ pub(crate) fn cb_disconnect_doorbell(args: &DXGKARGCB_DISCONNECTDOORBELL) -> NTS
             .values()
             .find(|d| d.kmd == hd || kernel_handle(d.handle) == hd)
             .and_then(|d| os.queues.get(&d.queue))
-            .map(|q| (q.dxg.addr(), q.kmd));
+            .map(|q| (q.dxg.addr(), q.kmd()));
         drop(os);
         if let Some(dead) = dead {
             return fail(used_after_destroy(hd, dead));

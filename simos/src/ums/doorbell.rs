@@ -413,9 +413,9 @@ pub(crate) fn create_doorbell(
                 })
         };
         (
-            q.kmd,
+            q.kmd(),
             size,
-            q.last_queued.clone(),
+            q.sched.last_queued.clone(),
             kmd_alloc(ring),
             kmd_alloc(control),
             pid,
@@ -531,7 +531,7 @@ pub(crate) fn notify_work_submission(
         if os.contexts.get(&q.context).is_some_and(|c| c.no_kmd_access) {
             return Ok(());
         }
-        q.kmd
+        q.kmd()
     };
     let f = ddi::table_slot!(a, DxgkDdiNotifyWorkSubmission)?.map_or_else(not_supported, Ok)?;
     let mut args = DXGKARG_NOTIFYWORKSUBMISSION {

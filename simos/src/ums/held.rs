@@ -71,7 +71,7 @@ pub(super) fn mf03_queue(
 ) -> Result<(Arc<HwqSched>, Option<MonitoredFence>), SimError> {
     let os = lock(&a.ums);
     let q = os.queue_of(device, queue)?;
-    Ok((q.sched.clone(), q.progress.clone()))
+    Ok((q.sched.clone(), q.progress().cloned()))
 }
 
 /// The monitored fences behind D3DKMT handles (a queue's progress fence among them: 24H2
@@ -280,8 +280,8 @@ pub(super) fn pump(a: &AdapterShared, queue: KmtHandle) -> Result<(), SimError> 
         os.queues.get(&queue).map(|q| {
             (
                 q.sched.clone(),
-                q.progress.clone(),
-                q.last_queued.clone(),
+                q.progress().cloned(),
+                q.sched.last_queued.clone(),
                 q.device,
             )
         })
@@ -418,7 +418,7 @@ pub(super) fn run_hwq_work(a: &AdapterShared) -> bool {
             .queues
             .values()
             .filter(|q| {
-                let due = q.sched.due(q.progress.as_ref(), true);
+                let due = q.sched.due(q.progress(), true);
                 retry |= q.sched.retry_pending();
                 due
             })
@@ -445,7 +445,7 @@ pub(super) fn drop_held_work(a: &AdapterShared, h: KmtHandle) {
     let Some((sched, progress)) = lock(&a.ums)
         .queues
         .get(&h)
-        .map(|q| (q.sched.clone(), q.progress.clone()))
+        .map(|q| (q.sched.clone(), q.progress().cloned()))
     else {
         return;
     };

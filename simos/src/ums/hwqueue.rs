@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rvgpu_ddi::basic::{HANDLE, NTSTATUS, PVOID};
+use rvgpu_ddi::init::PDXGKDDI_SUBMITCOMMANDTOHWQUEUE;
 use rvgpu_ddi::ntstatus::{
     NT_SUCCESS, STATUS_INVALID_HANDLE, STATUS_INVALID_PARAMETER, STATUS_NOT_IMPLEMENTED,
     STATUS_NOT_SUPPORTED,
@@ -20,6 +21,7 @@ use zerocopy::FromBytes;
 
 use crate::adapter::ddi::{self, not_supported, sim_err, table, At};
 use crate::adapter::irql::Routine;
+use crate::adapter::slot::Of;
 use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
@@ -50,10 +52,10 @@ pub(super) fn destroy_hw_queue(
             return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
         }
         (
-            q.kmd,
+            q.kmd(),
             q.queue_id,
             q.node,
-            q.progress.clone(),
+            q.progress().cloned(),
             q.fence,
             q.sched.clone(),
         )
@@ -113,7 +115,7 @@ pub(super) fn destroy_hw_queue(
 
 /// The KMD's handle of `queue` (`hHWQueue` in the optimized interrupt).
 pub(crate) fn hw_queue_kmd_handle(a: &AdapterShared, queue: KmtHandle) -> Option<usize> {
-    lock(&a.ums).queues.get(&queue).map(|q| q.kmd)
+    lock(&a.ums).queues.get(&queue).map(|q| q.kmd())
 }
 
 /// Dxgkrnl's object of `queue` (the driver's input `hHwQueue`).
@@ -131,7 +133,7 @@ pub(crate) fn device_queue_kmd_handle(
     os.queues
         .get(&queue)
         .filter(|q| q.device == device)
-        .map(|q| q.kmd)
+        .map(|q| q.kmd())
         .ok_or(SimError::DdiFailed(STATUS_INVALID_HANDLE))
 }
 
@@ -225,7 +227,7 @@ pub(crate) fn hw_queue_id(a: &AdapterShared, queue: KmtHandle) -> Option<u32> {
 pub(crate) fn hw_queue_progress(a: &AdapterShared, queue: KmtHandle) -> Option<(u64, u64)> {
     let os = lock(&a.ums);
     let q = os.queues.get(&queue)?;
-    Some((q.last_queued.load(Ordering::Acquire), q.completed()?))
+    Some((q.last_queued().load(Ordering::Acquire), q.completed()?))
 }
 
 /// The handle of `queue`'s progress fence (`D3DKMTCreateHwQueue`'s
@@ -408,6 +410,7 @@ pub(crate) fn create_hw_queue(
     // `K:DXGHWQUEUE::Initialize` @0x1402BBA30 (and `InitializeForUserModeSubmission`
     // @0x1401DA74C) pass the context's driver handle, NULL for such a context.
     let f = ddi::table_slot!(a, DxgkDdiCreateHwQueue)?.map_or_else(not_supported, Ok)?;
+    let submit_ddi = ddi::table_slot!(a, DxgkDdiSubmitCommandToHwQueue)?;
     let h = new_handle(pid)?;
     let mut fences = QueueFences::make(m, a, pid, user_mode)?;
     // `K:DXGHWQUEUE::Initialize` @0x1402BBA30 (kernel submission) and
@@ -461,6 +464,7 @@ pub(crate) fn create_hw_queue(
         node,
         user_mode,
         queue_id,
+        submit_ddi,
     };
     let dxg_addr = created.dxg.addr();
     record_queue(a, created, &mut fences)?;
@@ -516,6 +520,7 @@ struct Created {
     node: u32,
     user_mode: bool,
     queue_id: Option<u32>,
+    submit_ddi: Option<Of<PDXGKDDI_SUBMITCOMMANDTOHWQUEUE>>,
 }
 
 /// Records queue `c` with its fences (the native view moves into the queue).
@@ -526,7 +531,7 @@ fn record_queue(a: &AdapterShared, c: Created, fences: &mut QueueFences) -> Resu
         "DxgkDdiCreateHwQueue",
         "hHwQueue",
         c.kmd,
-        os.queues.values().map(|q| q.kmd),
+        os.queues.values().map(|q| q.kmd()),
     )?;
     let due_hint = os.hwq_due.clone();
     let progress = fences.progress.as_ref();
@@ -537,16 +542,13 @@ fn record_queue(a: &AdapterShared, c: Created, fences: &mut QueueFences) -> Resu
         c.h,
         QueueObj {
             handle: c.h,
-            kmd: c.kmd,
             dxg: c.dxg,
             device: c.device,
             context: c.context,
             node: c.node,
             user_mode: c.user_mode,
             fence: progress.map(|(f, _)| *f),
-            progress: progress.map(|(_, p)| p.clone()),
             native_progress: fences.native.take(),
-            last_queued: last_queued.clone(),
             doorbell: None,
             queue_id: c.queue_id,
             sched: Arc::new(HwqSched {
@@ -554,6 +556,7 @@ fn record_queue(a: &AdapterShared, c: Created, fences: &mut QueueFences) -> Resu
                 kmd: c.kmd,
                 progress: progress.map(|(_, p)| p.clone()),
                 last_queued,
+                submit_ddi: c.submit_ddi,
                 ..HwqSched::default()
             }),
             created,
@@ -630,7 +633,7 @@ pub(crate) fn ddi_destroy_hw_queue(
     device: KmtHandle,
     queue: KmtHandle,
 ) -> Result<NTSTATUS, SimError> {
-    let kmd = lock(&a.ums).live_queue_of(device, queue)?.kmd;
+    let kmd = lock(&a.ums).live_queue_of(device, queue)?.kmd();
     let f = needed_ddi!(a, DxgkDdiDestroyHwQueue, "created a queue")?;
     f.passive_unaudited(a, kmd as HANDLE)
 }
@@ -724,7 +727,7 @@ fn submit_to_driver(
         (p.gpu_va(), p.kernel_va() as PVOID)
     });
     let _q = lock(&t.submit);
-    let f = ddi::table_slot!(a, DxgkDdiSubmitCommandToHwQueue)?.map_or_else(not_supported, Ok)?;
+    let f = t.submit_ddi.map_or_else(not_supported, Ok)?;
     let args = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
         hHwQueue: t.kmd as HANDLE,
         HwQueueProgressFenceId: p.value,

@@ -24,6 +24,6 @@ impl UmsOs {
             return owned(&c.device).then_some(TestTarget::Context { kmd: c.kmd });
         }
         let q = self.queues.get(&h)?;
-        owned(&q.device).then_some(TestTarget::Queue { kmd: q.kmd })
+        owned(&q.device).then_some(TestTarget::Queue { kmd: q.kmd() })
     }
 }

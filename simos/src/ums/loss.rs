@@ -90,7 +90,7 @@ pub(crate) fn tdr_queues(a: &AdapterShared) -> Vec<TdrQueue> {
             device: q.device,
             node: q.node,
             queue_id: q.queue_id,
-            last_queued: q.last_queued.load(Ordering::Acquire),
+            last_queued: q.last_queued().load(Ordering::Acquire),
             completed: q.completed(),
             suspended: os
                 .contexts
@@ -295,7 +295,7 @@ pub(crate) fn signal_registered_sync_objects(
             .queues
             .values()
             .filter(|q| q.device == device)
-            .filter_map(|q| q.progress.clone());
+            .filter_map(|q| q.progress().cloned());
         let own = os
             .fences
             .iter()

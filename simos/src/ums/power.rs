@@ -569,12 +569,9 @@ fn nodes_held_active(os: &crate::state::ums::UmsOs) -> bool {
 
 /// Whether any queue has work the OS has not seen complete, or a CPU wait on its progress fence.
 fn queued_work(os: &crate::state::ums::UmsOs) -> bool {
-    os.queues.values().any(|q| {
-        q.known_work()
-            || q.progress
-                .as_ref()
-                .is_some_and(|p| !p.pending_waits().is_empty())
-    })
+    os.queues
+        .values()
+        .any(|q| q.known_work() || q.progress().is_some_and(|p| !p.pending_waits().is_empty()))
 }
 
 /// VidMm's power reference for paging (a GPU in D3 runs nothing, so VidMm brings the adapter to

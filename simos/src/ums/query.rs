@@ -18,8 +18,8 @@ pub(crate) fn queued_work(os: &UmsOs, device: KmtHandle) -> Vec<QueuedWork> {
         .values()
         .filter(|q| q.device == device)
         .filter_map(|q| {
-            let v = q.last_queued.load(std::sync::atomic::Ordering::Acquire);
-            let fence = q.progress.as_ref()?;
+            let v = q.last_queued().load(std::sync::atomic::Ordering::Acquire);
+            let fence = q.progress()?;
             (fence.value() < v).then(|| QueuedWork {
                 queue: q.handle,
                 fence: fence.clone(),

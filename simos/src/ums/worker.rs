@@ -99,10 +99,7 @@ pub(crate) fn has_work(a: &AdapterShared) -> bool {
         || !os.faulted.is_empty()
         || !os.f1_deferred.is_empty()
         || (os.hwq_due.load(Ordering::Acquire)
-            && os
-                .queues
-                .values()
-                .any(|q| q.sched.due(q.progress.as_ref(), false)))
+            && os.queues.values().any(|q| q.sched.due(q.progress(), false)))
 }
 
 /// PASSIVE: puts the device of each page-faulted queue in error (UM-10).

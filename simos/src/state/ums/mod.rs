@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex};
 
 use rvgpu_ddi::basic::POWER_ACTION;
 use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS;
+use rvgpu_ddi::init::PDXGKDDI_SUBMITCOMMANDTOHWQUEUE;
 use rvgpu_ddi::submission::{
     DXGK_NODEMETADATA, DXGK_NODEMETADATA_FLAGS, DXGK_USERMODESUBMISSION_CAPS,
 };
 
+use crate::adapter::slot::Of;
 use crate::base::lock::lock;
 use crate::base::process_id::ProcessId;
 use crate::state::sync::fence::{MonitoredFence, NativeFence, SimEvent};
@@ -283,44 +285,55 @@ impl DxgContext {
 #[derive(Debug)]
 pub(crate) struct QueueObj {
     pub(crate) handle: KmtHandle,
-    pub(crate) kmd: usize,
     /// Dxgkrnl's queue object: its address is the `hHwQueue` the driver got at creation.
     pub(crate) dxg: DxgHwQueue,
     pub(crate) device: KmtHandle,
     pub(crate) context: KmtHandle,
     pub(crate) node: u32,
     pub(crate) user_mode: bool,
-    /// The progress fence's handle and the fence; `None` for a user-mode queue on an OS that
-    /// gives it none ([`crate::os::answers::UmsProgress::None`]).
+    /// The progress fence's handle; `None` for a user-mode queue on an OS that gives it none
+    /// ([`crate::os::answers::UmsProgress::None`]). The fence is [`HwqSched::progress`].
     pub(crate) fence: Option<KmtHandle>,
-    pub(crate) progress: Option<MonitoredFence>,
     /// The native fence the OS made the progress fence
     /// ([`crate::os::answers::ProgressFence`]): over `progress`'s value, whose monitored
     /// view keeps the OS's own waits.
     pub(crate) native_progress: Option<NativeFence>,
-    /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode
-    /// queues: the last value the OS submitted.
-    pub(crate) last_queued: Arc<AtomicU64>,
     pub(crate) doorbell: Option<KmtHandle>,
     pub(crate) queue_id: Option<u32>,
     /// MF-03: the OS-side list of this kernel-mode queue (GPU waits, held submissions, signal
-    /// packets).
+    /// packets), with what a submission needs of the queue: its driver handle, progress fence
+    /// and last-queued cell.
     pub(crate) sched: Arc<HwqSched>,
     /// Its place among the adapter's queues by creation ([`UmsOs::queues_created`] then).
     pub(crate) created: u64,
 }
 
 impl QueueObj {
+    /// The driver's handle of the queue ([`HwqSched::kmd`]).
+    pub(crate) fn kmd(&self) -> usize {
+        self.sched.kmd
+    }
+
+    /// The progress fence, if the OS gave the queue one ([`HwqSched::progress`]).
+    pub(crate) fn progress(&self) -> Option<&MonitoredFence> {
+        self.sched.progress.as_ref()
+    }
+
+    /// The last-queued cell ([`HwqSched::last_queued`]).
+    pub(crate) fn last_queued(&self) -> &AtomicU64 {
+        &self.sched.last_queued
+    }
+
     /// The progress fence's value, if the OS gave the queue one.
     pub(crate) fn completed(&self) -> Option<u64> {
-        self.progress.as_ref().map(MonitoredFence::value)
+        self.progress().map(MonitoredFence::value)
     }
 
     /// UM-16: whether the OS can see work outstanding on the queue (never, without a progress
     /// fence).
     pub(crate) fn known_work(&self) -> bool {
         self.completed()
-            .is_some_and(|c| self.last_queued.load(Ordering::Acquire) > c)
+            .is_some_and(|c| self.last_queued().load(Ordering::Acquire) > c)
     }
 }
 
@@ -456,14 +469,22 @@ pub(crate) struct HwqSched {
     /// The adapter's "some queue may be due" hint ([`UmsOs::hwq_due`]), set with every kick
     /// and ring-full retry, so the worker looks at the queues only when one may need it.
     pub(crate) due_hint: Arc<std::sync::atomic::AtomicBool>,
-    /// The queue's driver handle ([`QueueObj::kmd`]), kept here with its progress fence and
-    /// last-queued cell so that a submission holds all it needs with one count.
+    /// The queue's driver handle (`hHwQueue` of `DxgkDdiCreateHwQueue`'s output). It lives
+    /// here, with the progress fence and the last-queued cell, so that a submission holds all
+    /// it needs of the queue with one count.
     pub(crate) kmd: usize,
-    /// [`QueueObj::progress`], held by a submission until the DDI returns: a destroy
-    /// meanwhile does not free it.
+    /// The queue's progress fence (`None`: a user-mode queue the OS gave none), held by a
+    /// submission until the DDI returns: a destroy meanwhile does not free it.
     pub(crate) progress: Option<MonitoredFence>,
-    /// [`QueueObj::last_queued`].
+    /// User-mode queues: the UMD's `HwQueueProgressFenceLastQueuedValue` cell; kernel-mode
+    /// queues: the last value the OS submitted.
     pub(crate) last_queued: Arc<AtomicU64>,
+    /// `DxgkDdiSubmitCommandToHwQueue` as the driver's table held it when the queue was
+    /// created (`None`: an empty slot). A queue lives within one load of the driver (an
+    /// adapter is stopped with its queues destroyed before it is removed, and the driver is
+    /// unloaded only once every adapter is removed), so the table does not change under it
+    /// and a submission reads the pointer here instead of locking the table.
+    pub(crate) submit_ddi: Option<Of<PDXGKDDI_SUBMITCOMMANDTOHWQUEUE>>,
 }
 
 impl HwqSched {
