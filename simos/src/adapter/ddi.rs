@@ -146,19 +146,14 @@ fn call_in_line<F: Copy, R>(
     };
     let outermost = inside() == 0;
     let _inside = InDdi::enter(a);
-    let before = if outermost {
-        a.device.bus_counts()
-    } else {
-        None
-    };
+    let before = if outermost { a.bus_counts() } else { None };
     let fatal_0x113 =
         a.os.ddi_irql_mismatch_is_0x113 && routine.rules().wrapper == Wrapper::IrqlChecked;
     let r = call_driver_checked(&a.state, routine, ddi.address(), fatal_0x113, || {
         f(ddi.pointer())
     });
     if outermost {
-        a.observer()
-            .charge_bus(routine, before, a.device.bus_counts());
+        a.observer().charge_bus(routine, before, a.bus_counts());
     }
     r
 }

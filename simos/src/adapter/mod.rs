@@ -261,6 +261,17 @@ impl AdapterShared {
         &self.observer
     }
 
+    /// The host accesses the device counted so far (`Board::bus_counts`), read directly
+    /// rather than through the board's dynamic call when the device is the in-process one:
+    /// every outermost DDI call reads them twice for the bus ledger.
+    #[inline]
+    pub(crate) fn bus_counts(&self) -> Option<rvgpu_device::BusCounts> {
+        match &self.emulated {
+            Some(d) => Some(d.bus_counts()),
+            None => self.device.bus_counts(),
+        }
+    }
+
     /// The adapter's keys as Dxgkrnl reads them from the registry (BR-14, BR-35, the feature
     /// database): what the install wrote, with the configuration's edits on top
     /// ([`crate::install::AdapterKeys::with_edits`]).

@@ -383,17 +383,27 @@ impl BusLedger {
         let Some(slot) = usize::try_from(id).ok().and_then(|i| self.slots.get(i)) else {
             return;
         };
-        if !slot.seen.swap(true, Ordering::Relaxed) {
-            self.names
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, routine);
+        // A load first: the swap and the name are needed once per routine.
+        if !slot.seen.load(Ordering::Relaxed) {
+            self.first_charge(slot, id, routine);
         }
         slot.calls.fetch_add(1, Ordering::Relaxed);
         slot.reads.fetch_add(c.reads, Ordering::Relaxed);
         slot.writes.fetch_add(c.writes, Ordering::Relaxed);
         slot.doorbell_writes
             .fetch_add(c.doorbell_writes, Ordering::Relaxed);
+    }
+
+    /// Records the name of `routine` (slot `slot`, id `id`) the first time it is charged.
+    #[cold]
+    #[inline(never)]
+    fn first_charge(&self, slot: &BusSlot, id: u64, routine: Routine) {
+        if !slot.seen.swap(true, Ordering::Relaxed) {
+            self.names
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, routine);
+        }
     }
 
     /// Every routine charged so far: name, calls, accesses.
