@@ -19,7 +19,8 @@
 //! `RVGPU_WINDOWS` (or [`Windows::set_default`], the harness's `--windows`) chooses the value
 //! of every machine configured from then on; [`Windows::parse`] reads both.
 
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{OnceLock, RwLock};
 
 use rvgpu_ddi::feature::{
     DXGK_FEATURE_ID, DXGK_FEATURE_NATIVE_FENCE, DXGK_FEATURE_PAGE_BASED_MEMORY_MANAGER,
@@ -180,21 +181,26 @@ impl Windows {
 
     /// The Windows machines configured from now on play: the one set by
     /// [`Windows::set_default`], else `RVGPU_WINDOWS` (an unknown name panics: a run that
-    /// asked for a Windows must not silently play another), else 24H2.
+    /// asked for a Windows must not silently play another), else 24H2. The environment is read
+    /// once per process: every machine configuration asks, and without a
+    /// [`Windows::set_default`] the answer takes no lock.
     pub fn from_env() -> Self {
-        if let Some(w) = *DEFAULT.read().unwrap_or_else(|p| p.into_inner()) {
-            return w;
+        if CHOSEN_SET.load(Ordering::Acquire) {
+            if let Some(w) = *CHOSEN.read().unwrap_or_else(|p| p.into_inner()) {
+                return w;
+            }
         }
-        match std::env::var("RVGPU_WINDOWS") {
+        *FROM_ENV.get_or_init(|| match std::env::var("RVGPU_WINDOWS") {
             Ok(v) => Self::parse(&v).unwrap_or_else(|e| panic!("RVGPU_WINDOWS: {e}")),
             Err(_) => Self::W24H2,
-        }
+        })
     }
 
     /// Makes `w` the Windows of every machine configured from now on (the harness's
     /// `--windows`).
     pub fn set_default(w: Self) {
-        *DEFAULT.write().unwrap_or_else(|p| p.into_inner()) = Some(w);
+        *CHOSEN.write().unwrap_or_else(|p| p.into_inner()) = Some(w);
+        CHOSEN_SET.store(true, Ordering::Release);
     }
 
     /// The build number the installer holds an INF's models decoration against: 22631,
@@ -250,7 +256,12 @@ impl Windows {
     }
 }
 
-static DEFAULT: RwLock<Option<Windows>> = RwLock::new(None);
+/// What [`Windows::set_default`] chose, and whether it chose: the flag spares every other
+/// caller the lock.
+static CHOSEN: RwLock<Option<Windows>> = RwLock::new(None);
+static CHOSEN_SET: AtomicBool = AtomicBool::new(false);
+/// `RVGPU_WINDOWS` as read the first time it was asked for.
+static FROM_ENV: OnceLock<Windows> = OnceLock::new();
 
 #[cfg(test)]
 mod tests {
