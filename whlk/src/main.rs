@@ -116,7 +116,8 @@ struct Cli {
     /// The Windows the simulated machines play (`rvgpu_simos::Windows::parse`): a kernel,
     /// `22631`, `24h2`, `25h2` or `26h1` (no native fences at all), answering as its code does,
     /// or with `+pages` as Microsoft's pages do (`pages`: 24H2's kernel). Default:
-    /// `RVGPU_WINDOWS`, else `24h2`.
+    /// `RVGPU_WINDOWS`, else `24h2`. On `22631` the run stops at the driver's install, with
+    /// either `--driver`: `rvgpu.inf` targets build 26100 and later (IN-08).
     #[arg(long, value_name = "KERNEL[+pages]|pages")]
     windows: Option<String>,
     /// The simulated adapters' software keys without the `Features` values `rvgpu.inf` writes
