@@ -107,7 +107,7 @@ impl IO_STATUS_BLOCK {
     /// The `Status` member of the union.
     #[allow(clippy::cast_possible_truncation)] // NTSTATUS is the low 32 bits by definition.
     pub fn status(&self) -> NTSTATUS {
-        self.StatusOrPointer as u32 as NTSTATUS
+        (self.StatusOrPointer as u32).cast_signed()
     }
 }
 

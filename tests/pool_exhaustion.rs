@@ -61,7 +61,7 @@ unsafe impl GlobalAlloc for Exhaustible {
         // SAFETY: same contract, forwarded.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            account(layout.size() as isize);
+            account(layout.size().cast_signed());
         }
         p
     }
@@ -72,12 +72,12 @@ unsafe impl GlobalAlloc for Exhaustible {
         // SAFETY: same contract, forwarded.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            account((new_size as isize).wrapping_sub(layout.size() as isize));
+            account((new_size.cast_signed()).wrapping_sub(layout.size().cast_signed()));
         }
         p
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        account((layout.size() as isize).wrapping_neg());
+        account((layout.size().cast_signed()).wrapping_neg());
         // SAFETY: same contract, forwarded.
         unsafe { System.dealloc(ptr, layout) }
     }

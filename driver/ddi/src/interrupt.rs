@@ -334,7 +334,7 @@ impl DXGK_FAULT_ERROR_CODE {
 
     /// A general (OS-defined) error code.
     pub const fn general(code: DXGK_GENERAL_ERROR_CODE) -> Self {
-        Self::from_value(0).with(Self::GeneralErrorCode, code as u32)
+        Self::from_value(0).with(Self::GeneralErrorCode, code.cast_unsigned())
     }
 
     /// A device-specific error code (truncated to 31 bits).

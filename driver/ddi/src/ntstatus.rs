@@ -2,8 +2,6 @@
 //!
 //! Values cross-checked against the windows-sys 0.61 metadata build of ntstatus.h.
 //! <https://learn.microsoft.com/en-us/openspecs/windows_protocols/ms-erref/596a1078-e883-4972-9bbc-49e60bebca55>
-#![allow(clippy::cast_possible_wrap)]
-
 use crate::basic::NTSTATUS;
 
 /// Reinterprets the documented unsigned code as the signed `NTSTATUS` type.
@@ -158,8 +156,8 @@ mod tests {
 
     #[test]
     fn codes_have_expected_bits() {
-        assert_eq!(STATUS_UNSUCCESSFUL as u32, 0xC000_0001);
-        assert_eq!(STATUS_GRAPHICS_NO_VIDEO_MEMORY as u32, 0xC01E_0100);
+        assert_eq!(STATUS_UNSUCCESSFUL.cast_unsigned(), 0xC000_0001);
+        assert_eq!(STATUS_GRAPHICS_NO_VIDEO_MEMORY.cast_unsigned(), 0xC01E_0100);
         assert!(NT_SUCCESS(STATUS_SUCCESS));
         assert!(NT_SUCCESS(STATUS_PENDING));
         assert!(!NT_SUCCESS(STATUS_DEVICE_REMOVED));

@@ -26,7 +26,7 @@ use crate::status::{self, Status};
 pub fn driver_caps<P: Platform>(live: &Live<P>) -> DXGK_DRIVERCAPS {
     let mut caps = DXGK_DRIVERCAPS {
         HighestAcceptableAddress: PHYSICAL_ADDRESS {
-            QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1) as i64,
+            QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1).cast_signed(),
         },
         // The one interrupt we connect (line-based or the first MSI message).
         InterruptMessageNumber: 0,
@@ -176,7 +176,7 @@ pub fn query_pre_start(q: &mut Request<'_>) -> Option<Result<(), Status>> {
         // The device reaches system memory below SYSMEM_LIMIT only (hardware.md, address map).
         DXGKQAITYPE_PHYSICAL_MEMORY_CAPS => q.write(&DXGK_PHYSICAL_MEMORY_CAPS {
             HighestVisibleAddress: PHYSICAL_ADDRESS {
-                QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1) as i64,
+                QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1).cast_signed(),
             },
         }),
         // No IOMMU isolation or DMA remapping: the driver programs bus addresses directly and
@@ -387,7 +387,7 @@ mod tests {
             None => (core::ptr::null_mut(), 0),
         };
         DXGKARG_QUERYADAPTERINFO {
-            Type: ty as _,
+            Type: ty.cast_signed(),
             pInputData: p_in,
             InputDataSize: n_in,
             pOutputData: out.as_mut_ptr().cast(),

@@ -128,7 +128,7 @@ impl Dxgk {
         let mut args = DXGKARGCB_ALLOCATECONTIGUOUSMEMORY {
             NumberOfBytes: usize::try_from(bytes).map_err(|_| status::INVALID_PARAMETER)?,
             HighestAcceptableAddress: PHYSICAL_ADDRESS {
-                QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1) as i64,
+                QuadPart: (rvgpu_hw::addr::SYSMEM_LIMIT - 1).cast_signed(),
             },
             CacheType: MM_CACHED,
             ..Default::default()

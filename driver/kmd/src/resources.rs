@@ -116,7 +116,7 @@ pub fn parse(list: Option<&dyn ResourceList>) -> Result<Resources, ResourceError
                         _ => 0,
                     };
                     let r = MemRange {
-                        start: crate::args::quad(&{ range.Start }) as u64,
+                        start: crate::args::quad(&{ range.Start }).cast_unsigned(),
                         length: u64::from(range.Length) << shift,
                     };
                     if !found_mmio && r.length == rvgpu_hw::pci::MMIO_SIZE {

@@ -82,7 +82,9 @@ mod tests {
     #[test]
     fn ddi_01_no_child_descriptor_is_the_ntstatus_h_code() {
         assert_eq!(
-            GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED.code() as u32,
+            GRAPHICS_CHILD_DESCRIPTOR_NOT_SUPPORTED
+                .code()
+                .cast_unsigned(),
             0xC01E_0401
         );
     }

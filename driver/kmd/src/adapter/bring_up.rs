@@ -351,7 +351,7 @@ impl<P: Platform> Adapter<P> {
             return Err(status::INVALID_PARAMETER);
         }
         crate::etw::events::emit::<P, 2>(&crate::etw::events::POWER_DEVICE, || {
-            [self.table_slot().into(), state as u64]
+            [self.table_slot().into(), u64::from(state.cast_unsigned())]
         });
         if state == POWER_D0 {
             // The bus driver powered the function up before this call.

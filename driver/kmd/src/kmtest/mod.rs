@@ -40,7 +40,6 @@ use rvgpu_ddi::kmtest::{
     D3DDDI_BUILDTESTCOMMANDBUFFERFLAGS, DXGKARG_BUILDTESTCOMMANDBUFFER,
     DXGKDDI_KERNELMODETESTINGINTERFACE,
 };
-use rvgpu_ddi::NTSTATUS;
 
 use crate::adapter::Adapter;
 use crate::handle::{Handle, Kind};
@@ -54,7 +53,7 @@ use crate::features::KERNEL_MODE_TESTING_VERSION as VERSION;
 
 /// `STATUS_BUFFER_OVERFLOW`: a warning (high bit set, so not `NT_SUCCESS`) that the sizes
 /// written back are what the call needs.
-pub(crate) const BUFFER_OVERFLOW: Status = Status(0x8000_0005_u32 as NTSTATUS);
+pub(crate) const BUFFER_OVERFLOW: Status = Status(0x8000_0005_u32.cast_signed());
 
 /// Whether a `DxgkDdiQueryFeatureInterface(DXGK_FEATURE_KERNEL_MODE_TESTING)` request can be
 /// answered: the version rvgpu implements and room for the interface. The OS asks before

@@ -13,7 +13,7 @@ const PORT_HANDLE: &str = "a DEVICE_OBJECT: followed to its extension (+64), whi
     STATUS_INVALID_PARAMETER (a freed or invented pointer faults on the read)";
 
 /// `STATUS_DEVICE_REMOVED`.
-const DEVICE_REMOVED: i32 = 0xC000_02B6u32 as i32;
+const DEVICE_REMOVED: i32 = 0xC000_02B6u32.cast_signed();
 
 /// The callbacks of this concept.
 pub(super) const DEVICE: &[Callback] = &[
