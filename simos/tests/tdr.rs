@@ -1429,6 +1429,15 @@ fn tdr_09_adapter_resets_spaced_beyond_tdr_limit_time_and_engine_resets_recover(
     no_fault(&m);
 }
 
+/// Sets its flag when dropped, unwinding included.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
 /// TDR-05, UM-10, threaded: a recovery is counted only once it is whole. A watcher polls the
 /// counts and the events throughout three engine resets and one adapter reset: whenever it
 /// sees a reset counted, the guilty device's error (step 11) is already recorded, so a
@@ -1454,6 +1463,9 @@ fn tdr_05_a_counted_recovery_has_its_device_errors_recorded() {
             }
             early
         });
+        // Stops the watcher however the rounds end: a round that panics would otherwise leave
+        // the scope waiting for it forever.
+        let stopper = StopOnDrop(&stop);
         for round in 0..4u64 {
             let p = ok(&m, m.create_process(0));
             let ctx = okk(&m, m.kmt(&p).create_context(0));
@@ -1466,7 +1478,7 @@ fn tdr_05_a_counted_recovery_has_its_device_errors_recorded() {
                 e + a == round + 1
             });
         }
-        stop.store(true, std::sync::atomic::Ordering::Release);
+        drop(stopper);
         watcher.join().unwrap()
     });
     let mut counted_early = counted_early;
