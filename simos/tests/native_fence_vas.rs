@@ -89,6 +89,17 @@ fn shared_into(m: &Machine, from: &Proc, f: &UmdFence, to: &Proc) -> u64 {
     t
 }
 
+/// A shareable native fence `from` makes at 0, opened by `to` through an NT handle it then
+/// closes: `from`'s instance, `to`'s, and the OS's fence.
+fn opened_by(m: &Machine, from: &Proc, to: &Proc) -> (UmdFence, UmdFence, NativeFence) {
+    let f = okk(m, from.k.create_shareable_native_fence(0));
+    let h = shared_into(m, from, &f, to);
+    let g = okk(m, to.k.open_native_fence(h));
+    okk(m, to.k.close_nt_handle(h));
+    let os = os_fence(m, &f);
+    (f, g, os)
+}
+
 /// `q` (of `p`) submits `cmd`, which names an address `p` was not given: the submission is
 /// taken or refused as from a removed device, and `p`'s device goes to error (a page fault);
 /// otherwise the test fails saying `what` it expected.
@@ -124,11 +135,7 @@ fn two_processes_own_fence_vas_and_wake_each_other() {
     for mode in [Mode::Step, Mode::Threaded] {
         let m = machine(mode);
         let (a, b) = (process(&m), process(&m));
-        let fa = okk(&m, a.k.create_shareable_native_fence(0));
-        let hb = shared_into(&m, &a, &fa, &b);
-        let fb = okk(&m, b.k.open_native_fence(hb));
-        okk(&m, b.k.close_nt_handle(hb));
-        let os = os_fence(&m, &fa);
+        let (fa, fb, os) = opened_by(&m, &a, &b);
         let (ca, cb) = (fa.gpu.current.get(), fb.gpu.current.get());
         let (ma, mb) = (fa.gpu.monitored.get(), fb.gpu.monitored.get());
         assert_ne!(ca, cb, "CurrentValue: one VA per process");
@@ -201,11 +208,7 @@ fn nf_14_an_opener_signals_with_the_fence_report_tag_under_every_reading() {
         cfg.adapters[0].device.optimized_fence_irq = false;
         let m = started(cfg);
         let (a, b) = (process(&m), process(&m));
-        let fa = okk(&m, a.k.create_shareable_native_fence(0));
-        let hb = shared_into(&m, &a, &fa, &b);
-        let fb = okk(&m, b.k.open_native_fence(hb));
-        okk(&m, b.k.close_nt_handle(hb));
-        let os = os_fence(&m, &fa);
+        let (_fa, fb, os) = opened_by(&m, &a, &b);
         assert_eq!(
             fb.gpu.tag,
             os.pdd().report_tag,
@@ -273,11 +276,7 @@ fn another_process_fence_va_faults_and_writes_nothing() {
 fn nf_01_monitored_value_mapped_after_the_first_open_is_never_a_user_page() {
     let m = machine(Mode::Step);
     let (a, b) = (process(&m), process(&m));
-    let fa = okk(&m, a.k.create_shareable_native_fence(0));
-    let hb = shared_into(&m, &a, &fa, &b);
-    let fb = okk(&m, b.k.open_native_fence(hb));
-    okk(&m, b.k.close_nt_handle(hb));
-    let os = os_fence(&m, &fa);
+    let (_fa, fb, os) = opened_by(&m, &a, &b);
     let mut qb = okk(&m, UserQueue::new(b.k, &config(0)));
     submit_wait(&m, &mut qb, &[fb.signal(4)]);
     assert_eq!(os.current_value(), 4, "B's CurrentValue is a user page");
