@@ -5,7 +5,8 @@ use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use crate::backend::{
-    Capability, FenceWork, LogKind, NewQueue, Session, UmFenceRef, UmQueueRef, WaitResult, Work,
+    Capability, FenceWork, LogKind, NewQueue, ProcessRef, Session, UmFenceRef, UmQueueRef,
+    WaitResult, Work,
 };
 use crate::case::{CaseError, CaseResult};
 use crate::ensure;
@@ -133,4 +134,27 @@ pub(super) struct Lane {
     pub(super) fb: UmFenceRef,
     pub(super) buf: crate::backend::BufferRef,
     pub(super) last: [u64; 2],
+}
+
+impl Lane {
+    /// Process `p`'s lane over queues `a` and `b`: its two fences made at 0 and a 4 KiB
+    /// buffer, nothing submitted yet.
+    pub(super) fn new(
+        s: &mut dyn Session,
+        p: ProcessRef,
+        a: UmQueueRef,
+        b: UmQueueRef,
+    ) -> Result<Self, CaseError> {
+        let fa = s.umd_fences()?.create_um_fence(p, 0)?;
+        let fb = s.umd_fences()?.create_um_fence(p, 0)?;
+        let buf = s.ums()?.create_buffer(p, 4096)?;
+        Ok(Self {
+            a,
+            b,
+            fa,
+            fb,
+            buf,
+            last: [0; 2],
+        })
+    }
 }

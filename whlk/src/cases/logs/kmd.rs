@@ -340,17 +340,7 @@ pub(super) fn kmd_timeline(b: &dyn Backend) -> CaseResult {
             Ok(q) => q,
             Err(_) => s.ums()?.create_queue(p, NewQueue::user_mode(0))?,
         };
-        let fa = s.umd_fences()?.create_um_fence(p, 0)?;
-        let fb = s.umd_fences()?.create_um_fence(p, 0)?;
-        let buf = s.ums()?.create_buffer(p, 4096)?;
-        lanes.push(Lane {
-            a,
-            b: bq,
-            fa,
-            fb,
-            buf,
-            last: [0; 2],
-        });
+        lanes.push(Lane::new(&mut *s, p, a, bq)?);
     }
     timeline_rounds(&mut *s, &mut lanes, ROUNDS)?;
     let mut logged = 0;

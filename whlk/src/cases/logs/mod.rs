@@ -496,17 +496,7 @@ fn os_timeline(b: &dyn Backend) -> CaseResult {
         procs.push(p);
         let a = s.ums()?.create_queue(p, NewQueue::user_mode(0))?;
         let bq = s.ums()?.create_queue(p, NewQueue::user_mode(second))?;
-        let fa = s.umd_fences()?.create_um_fence(p, 0)?;
-        let fb = s.umd_fences()?.create_um_fence(p, 0)?;
-        let buf = s.ums()?.create_buffer(p, 4096)?;
-        lanes.push(Lane {
-            a,
-            b: bq,
-            fa,
-            fb,
-            buf,
-            last: [0; 2],
-        });
+        lanes.push(Lane::new(&mut *s, p, a, bq)?);
     }
     timeline_rounds(&mut *s, &mut lanes, ROUNDS)?;
     for l in &lanes {
