@@ -72,11 +72,7 @@ fn um_06_um_16_um_19_the_shipped_dll_submits_through_its_doorbell() {
 
 fn submit_through_the_doorbell(m: Arc<Machine>) {
     let p = UserProcess::new(m.clone(), umd());
-    let mut adapter = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut adapter)]),
-        OK
-    );
+    let adapter = open_adapter(&p);
     assert_ne!(adapter, 0);
     let mut queue = 0u64;
     assert_eq!(
@@ -185,11 +181,7 @@ fn submit_through_the_doorbell(m: Arc<Machine>) {
 fn nf_17_mf_04_the_shipped_dll_signals_and_waits_a_native_fence() {
     let m = pe_machine();
     let p = UserProcess::new(m.clone(), umd());
-    let mut adapter = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut adapter)]),
-        OK
-    );
+    let adapter = open_adapter(&p);
     let mut fence = 0u64;
     assert_eq!(
         call(&p, "rvgpu_fence_create", &[adapter, 3, addr(&mut fence)]),
@@ -341,11 +333,7 @@ fn ddi_03_the_shipped_dll_maps_a_buffer_at_a_chosen_va() {
 /// RVGPU_STATUS_INVALID_HANDLE). Returns the process for its thunk counts.
 fn dma_context_fill(m: &Arc<Machine>) -> Arc<UserProcess> {
     let p = UserProcess::new(m.clone(), umd());
-    let mut adapter = 0u64;
-    assert_eq!(
-        call(&p, "rvgpu_open_adapter", &[LUID_LOW, 0, addr(&mut adapter)]),
-        OK
-    );
+    let adapter = open_adapter(&p);
     let (buffer, va) = buffer_4k(&p, adapter);
     let mut ctx = 0u64;
     assert_eq!(
