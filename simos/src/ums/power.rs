@@ -19,7 +19,7 @@ use super::host::UmsHost;
 use super::kmd::needed_ddi;
 use super::locks::{dev_guard, device_lock, exclusive, shared};
 use crate::state::ums::events::UmsEvent;
-use crate::state::ums::{Power, Suspended, DISPLAY_ADAPTER_HW_ID, POWER_ACTION_NONE};
+use crate::state::ums::{NodeFState, Power, Suspended, DISPLAY_ADAPTER_HW_ID, POWER_ACTION_NONE};
 
 /// An active reference on a node's power component (PoFx `SetPowerComponentActive` /
 /// `Idle`, which VidSch takes before it submits to a node and Dxgkrnl before it connects a
@@ -69,8 +69,7 @@ impl<'a> NodeActive<'a> {
 pub(crate) fn take_if_f0(os: &mut crate::state::ums::UmsOs, node: u32) -> bool {
     let i = node as usize;
     let f0 = os.power != Power::D3
-        && os.fstate.get(i) == Some(&0)
-        && os.fstate_changing.get(i) == Some(&false)
+        && os.fstate.get(i) == Some(&NodeFState::F0)
         && os.f1_deferred.is_empty();
     if f0 {
         if let Some(n) = os.node_active.get_mut(i) {
@@ -126,7 +125,7 @@ fn count_active(os: &mut crate::state::ums::UmsOs, node: u32) -> bool {
     if !os.f1_deferred.is_empty() {
         os.f1_deferred.retain(|&n| n != node);
     }
-    os.fstate.get(node as usize) == Some(&0)
+    os.fstate.get(node as usize).is_some_and(|f| f.now == 0)
 }
 
 /// The reference [`count_active`] took, its node brought to F0 unless it was (`f0`); with the
@@ -271,7 +270,10 @@ fn driver_holds_a_component(a: &AdapterShared) -> bool {
 
 /// The device's engine `node` must not be power-gated while the OS holds it in F0.
 fn check_not_gated(a: &AdapterShared, node: u32) -> Result<(), SimError> {
-    let f0 = lock(&a.ums).fstate.get(node as usize) == Some(&0);
+    let f0 = lock(&a.ums)
+        .fstate
+        .get(node as usize)
+        .is_some_and(|f| f.now == 0);
     if f0 {
         gated_in_f0(a, node)?;
     }
@@ -315,27 +317,27 @@ pub(super) fn set_fstate_locked(
         } else {
             None
         };
-        let current = os.fstate.get(i).copied();
+        let current = os.fstate.get(i).map(|f| f.now);
         if current == Some(fstate) || current.is_none() {
             return Ok(true);
         }
         if fstate != 0 && os.node_active.get(i).is_some_and(|&n| n > 0) {
             return Ok(false);
         }
-        if let Some(c) = os.fstate_changing.get_mut(i) {
-            *c = true;
+        if let Some(f) = os.fstate.get_mut(i) {
+            f.changing = true;
         }
         component
     };
     let called = call_set_fstate(a, component, fstate);
     let mut os = lock(&a.ums);
-    if let Some(c) = os.fstate_changing.get_mut(i) {
-        *c = false;
+    if let Some(f) = os.fstate.get_mut(i) {
+        f.changing = false;
+        if called.is_ok() {
+            f.now = fstate;
+        }
     }
     let called = called?;
-    if let Some(s) = os.fstate.get_mut(i) {
-        *s = fstate;
-    }
     os.events.push(UmsEvent::SetFState {
         node,
         fstate,
@@ -614,7 +616,7 @@ pub(crate) fn power_components(a: &AdapterShared) -> Vec<DXGK_POWER_RUNTIME_COMP
 
 /// F-state of node `node`'s power component (0 = F0).
 pub(crate) fn engine_fstate(a: &AdapterShared, node: u32) -> Option<u32> {
-    lock(&a.ums).fstate.get(node as usize).copied()
+    lock(&a.ums).fstate.get(node as usize).map(|f| f.now)
 }
 
 /// UM-14: D0 → D3 of a started adapter, with or without the OS's doorbell disconnects
@@ -742,15 +744,84 @@ mod tests {
             let _f = lock(&a.ums_fstate);
             assert!(!set_fstate_locked(&a, 0, 1).expect("F1"), "declined");
         }
-        assert_eq!(lock(&a.ums).fstate.first(), Some(&0));
+        assert_eq!(engine_fstate(&a, 0), Some(0));
         drop(held);
         {
             let _f = lock(&a.ums_fstate);
             assert!(set_fstate_locked(&a, 0, 1).expect("F1"));
         }
-        assert_eq!(lock(&a.ums).fstate.first(), Some(&1));
+        assert_eq!(engine_fstate(&a, 0), Some(1));
         assert!(!take_if_f0(&mut lock(&a.ums), 0), "F1: the slow path");
         assert_eq!(lock(&a.ums).node_active.first(), Some(&0));
+    }
+
+    /// The adapter [`fstate_stand_in`] looks at, and what a submission's first look answered
+    /// each time the stand-in was asked for F1.
+    static PROBED: std::sync::Mutex<Option<Arc<AdapterShared>>> = std::sync::Mutex::new(None);
+    static LOOKS_DURING_F1: std::sync::Mutex<Vec<bool>> = std::sync::Mutex::new(Vec::new());
+
+    /// A `DxgkDdiSetPowerComponentFState` that, while the OS takes node 0 to F1, has a
+    /// submission to node 0 make its first step: the look that counts an active reference
+    /// without the F-state lock ([`take_if_f0`]), as the kernel-mode submit does.
+    extern "system" fn fstate_stand_in(_: HANDLE, _: u32, fstate: u32) -> i32 {
+        let probed = lock(&PROBED).clone();
+        if let (Some(a), true) = (probed, fstate != 0) {
+            let took = take_if_f0(&mut lock(&a.ums), 0);
+            if took {
+                drop(NodeActive::counted(&a, 0));
+            }
+            lock(&LOOKS_DURING_F1).push(took);
+        }
+        rvgpu_ddi::ntstatus::STATUS_SUCCESS
+    }
+
+    /// UM-13: a submission to a node whose F1 is under way (its DDI running) does not count
+    /// itself onto the node: the node goes to F1, and the submission waits for the change and
+    /// brings the node back to F0 before its work goes on. 24H2's VidSch holds a node's work
+    /// while the node is powered down and hands it over once it is powered up
+    /// (`dxgmms2!VidSchSetNodePowerState` @0x140048AD0: the node's powered flag, its contexts
+    /// waiting for power readied and its staged hardware queues processed on power-up), and
+    /// PoFx completes an activation asked for during an idle transition only after it
+    /// (`DXGADAPTER::PowerRuntimeComponentIdleStateCallback_Worker` @0x14002E4E4 ends the
+    /// transition with `PoFxCompleteIdleState`).
+    #[test]
+    fn um_13_a_submission_during_an_f1_change_waits_for_it_and_brings_f0_back() {
+        let mut m = crate::Machine::new(MachineConfig::single(Mode::Step));
+        m.load_driver_with(|t| t.DxgkDdiSetPowerComponentFState = Some(fstate_stand_in as _))
+            .expect("load");
+        m.start_adapter(0).expect("start");
+        let a = Arc::clone(m.adapter_shared(0).expect("adapter"));
+        *lock(&PROBED) = Some(Arc::clone(&a));
+        {
+            let _f = lock(&a.ums_fstate);
+            assert!(set_fstate_locked(&a, 0, 1).expect("F1"));
+        }
+        *lock(&PROBED) = None;
+        assert_eq!(
+            *lock(&LOOKS_DURING_F1),
+            [false],
+            "the submission's look during the change takes the slow path"
+        );
+        assert_eq!(engine_fstate(&a, 0), Some(1));
+        assert_eq!(lock(&a.ums).node_active.first(), Some(&0));
+        // The submission's slow path, past the change: F0 first, then its reference.
+        let before = lock(&a.ums).events.len();
+        let held = node_active_in_d0(&a, 0).expect("active");
+        let after: Vec<UmsEvent> = lock(&a.ums).events[before..].to_vec();
+        assert!(
+            after.iter().any(|e| matches!(
+                e,
+                UmsEvent::SetFState {
+                    node: 0,
+                    fstate: 0,
+                    called: true
+                }
+            )),
+            "F0 through the DDI: {after:?}"
+        );
+        assert_eq!(engine_fstate(&a, 0), Some(0));
+        assert_eq!(lock(&a.ums).node_active.first(), Some(&1));
+        drop(held);
     }
 
     /// UM-14: a node's reference counted by a submission on its way to the DDI holds the

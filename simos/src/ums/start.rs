@@ -16,7 +16,7 @@ use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::state::ums::mapping::PAGE;
 
-use crate::state::ums::Power;
+use crate::state::ums::{NodeFState, Power};
 
 /// Queries `DxgkDdiGetNodeMetadata` for every node (UM-03); `Ok(Err(v))`: the start fails with
 /// BR-70's row `v` (`bringup::nodes`).
@@ -143,8 +143,7 @@ pub(crate) fn query_at_start(
     os.driver_active = vec![0; nodes as usize];
     os.power_components = Vec::new();
     os.power = Power::D0;
-    os.fstate = vec![0; nodes as usize];
-    os.fstate_changing = vec![false; nodes as usize];
+    os.fstate = vec![NodeFState::F0; nodes as usize];
     Ok(())
 }
 

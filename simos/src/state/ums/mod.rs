@@ -550,6 +550,25 @@ pub enum Power {
     D3,
 }
 
+/// A node's power component as PoFx holds it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct NodeFState {
+    /// Its F-state (0 = F0).
+    pub(crate) now: u32,
+    /// A change is under way: set in the look that decides it, cleared in the one that
+    /// records it. An active reference taken without the F-state lock
+    /// ([`crate::ums::power`]'s fast path) needs F0 with no change in flight.
+    pub(crate) changing: bool,
+}
+
+impl NodeFState {
+    /// F0 with no change under way.
+    pub(crate) const F0: Self = Self {
+        now: 0,
+        changing: false,
+    };
+}
+
 /// Per-adapter user-mode submission state of the OS.
 #[derive(Debug)]
 pub struct UmsOs {
@@ -561,12 +580,8 @@ pub struct UmsOs {
     /// component registered, `PREPARE_TO_START`/`STARTED` sent).
     pub(crate) runtime_pm: bool,
     pub(crate) power: Power,
-    /// Each node's F-state as PoFx holds it (0 = F0); every node starts in F0.
-    pub(crate) fstate: Vec<u32>,
-    /// Nodes whose F-state change is under way (set in the look that decides it, cleared in
-    /// the one that records it): an active reference taken without the F-state lock
-    /// ([`crate::ums::power`]'s fast path) needs F0 with no change in flight.
-    pub(crate) fstate_changing: Vec<bool>,
+    /// Each node's power component as PoFx holds it; every node starts in F0.
+    pub(crate) fstate: Vec<NodeFState>,
     /// Node → the `DXGK_POWER_COMPONENT_INDEX` of its engine component, if the driver
     /// registered one (`dxgkrnl::power`).
     pub(crate) node_component: Vec<Option<u32>>,
@@ -662,7 +677,6 @@ impl Default for UmsOs {
             runtime_pm: false,
             power: Power::D0,
             fstate: Vec::new(),
-            fstate_changing: Vec::new(),
             node_component: Vec::new(),
             node_active: Vec::new(),
             driver_active: Vec::new(),
