@@ -147,9 +147,8 @@ fn call_in_line<F: Copy, R>(
     let outermost = inside() == 0;
     let _inside = InDdi::enter(a);
     let before = if outermost { a.bus_counts() } else { None };
-    let fatal_0x113 =
-        a.os.ddi_irql_mismatch_is_0x113 && routine.rules().wrapper == Wrapper::IrqlChecked;
-    let r = call_driver_checked(&a.state, routine, ddi.address(), fatal_0x113, || {
+    let os_0x113 = a.os.ddi_irql_mismatch_is_0x113;
+    let r = call_driver_checked(&a.state, routine, ddi.address(), os_0x113, || {
         f(ddi.pointer())
     });
     if outermost {
@@ -749,14 +748,17 @@ pub fn call_driver<F: Copy, R>(
     })
 }
 
-/// [`call_driver`]; with `fatal_0x113` a return at another IRQL raises Windows' 0x113 / 0x10
-/// (parameters: sub-code, the DDI's address in place of the adapter object, IRQL at the call,
-/// IRQL at the return) instead of the simulation's 0xC8.
+/// [`call_driver`]; with `os_0x113` (`OsConfig::ddi_irql_mismatch_is_0x113`) a return at
+/// another IRQL from a DDI behind Dxgkrnl's `Ddi*` wrappers ([`Wrapper::IrqlChecked`]) raises
+/// Windows' 0x113 / 0x10 (parameters: sub-code, the DDI's address in place of the adapter
+/// object, IRQL at the call, IRQL at the return) instead of the simulation's 0xC8. The
+/// routine's wrapper is read only on a mismatch; inlined into [`call`]'s hot path.
+#[inline(always)]
 fn call_driver_checked<R>(
     state: &Arc<MachineState>,
     routine: Routine,
     address: usize,
-    fatal_0x113: bool,
+    os_0x113: bool,
     f: impl FnOnce() -> R,
 ) -> Result<R, SimError> {
     if let Some(fault) = state.fault() {
@@ -780,6 +782,7 @@ fn call_driver_checked<R>(
             0,
             routine.id(),
         ) {
+            let fatal_0x113 = os_0x113 && routine.rules().wrapper == Wrapper::IrqlChecked;
             state.raise_bugcheck(if fatal_0x113 {
                 bugcheck::BugCheck::new(
                     bugcheck::VIDEO_DXGKRNL_FATAL_ERROR,
