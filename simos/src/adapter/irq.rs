@@ -2,7 +2,7 @@
 //! the adapter holds; the ISR, the DPC and the threads that run them are
 //! [`crate::dxgkrnl::interrupt`].
 
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -79,6 +79,17 @@ pub struct Interrupts {
     pub(super) storm_since: AtomicU64,
     /// Shortest run (GPU ticks) that counts as a storm (see [`crate::dxgkrnl::interrupt`]).
     pub(super) storm_min_ticks: u64,
+    /// Test hook ([`crate::testing::tdr::starve_interrupt_threads`]): the interrupt and the
+    /// DPC thread each stop this long at their next look, as processors the host does not
+    /// schedule (microseconds; 0: none).
+    starve: [AtomicU64; 2],
+}
+
+/// The threads of a threaded machine that serve an adapter's interrupt path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Servant {
+    Isr = 0,
+    Dpc = 1,
 }
 
 impl Interrupts {
@@ -103,6 +114,28 @@ impl Interrupts {
             claimed_run: AtomicU64::new(0),
             storm_since: AtomicU64::new(u64::MAX),
             storm_min_ticks,
+            starve: Default::default(),
+        }
+    }
+
+    /// Test hook: `thread` stops for `d` at its next look ([`Self::starved`]).
+    pub(crate) fn starve(&self, thread: Servant, d: Duration) {
+        let us = u64::try_from(d.as_micros()).unwrap_or(u64::MAX).max(1);
+        self.starve[thread as usize].store(us, Ordering::Release);
+    }
+
+    /// Whether a stop asked of `thread` is still to be taken.
+    pub(crate) fn starving(&self, thread: Servant) -> bool {
+        self.starve[thread as usize].load(Ordering::Acquire) != 0
+    }
+
+    /// `thread`'s look for work begins: it stops for what a test asked, if anything (a plain
+    /// load when nothing was: this is on every look).
+    pub(crate) fn starved(&self, thread: Servant) {
+        let cell = &self.starve[thread as usize];
+        if cell.load(Ordering::Relaxed) != 0 {
+            let us = cell.swap(0, Ordering::AcqRel);
+            std::thread::sleep(Duration::from_micros(us));
         }
     }
 }

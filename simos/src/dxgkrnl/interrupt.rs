@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use rvgpu_kmd::platform::Irql;
 
 use crate::adapter::context::MachineContext;
+use crate::adapter::irq::Servant;
 use crate::adapter::irql;
 use crate::adapter::AdapterShared;
 use crate::base::bugcheck::{self, BugCheck};
@@ -405,6 +406,7 @@ fn serve(stop: &AtomicBool, wake: &Wake, mut step: impl FnMut() -> bool) {
 /// The interrupt "CPU" of one adapter of a threaded machine: services its line.
 pub fn interrupt_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
     serve(&stop, &a.irq.irq_wake, || {
+        a.irq.starved(Servant::Isr);
         let forced = a.take_forced_interrupt();
         let Serviced::Ran(_) = service_interrupt(&a, forced) else {
             return false;
@@ -418,6 +420,7 @@ pub fn interrupt_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
 /// The DPC thread of one adapter of a threaded machine: runs its queued DPCs one at a time.
 pub fn dpc_thread(a: Arc<AdapterShared>, stop: Arc<AtomicBool>) {
     serve(&stop, &a.irq.dpc_wake, || {
+        a.irq.starved(Servant::Dpc);
         if !service_dpc(&a) {
             return false;
         }

@@ -4,6 +4,7 @@
 //! Kept apart from `testing.rs` (the `gpu` stand-in).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::hws::{DXGKARG_RESUMEHWENGINE, PDXGKDDI_RESUMEHWENGINE};
@@ -12,6 +13,8 @@ use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::tdr::{DXGKARG_PREEMPTCOMMAND, DXGKARG_RESETENGINE, PDXGKDDI_RESETENGINE};
 
 use crate::adapter::ddi::{in_table, SlotType};
+use crate::adapter::irq::Servant;
+use crate::machine::{Machine, Mode};
 use crate::testing::ffi::{self, Callbacks, HandleMutStandIn, HandleRefStandIn, Saved};
 
 /// How the wrapped `DxgkDdiResetEngine` misreports `LastAbortedFenceId`.
@@ -151,4 +154,25 @@ pub fn claim_on_preempt(t: &mut DRIVER_INITIALIZATION_DATA) {
 /// The last completed fence ID [`claim_on_preempt`]'s stand-in reports.
 pub fn preempt_claims(last: u32) {
     CLAIMED.store(last, Ordering::Release);
+}
+
+/// Test hook (threaded mode): adapter `i`'s interrupt and DPC threads stop for `d` of host
+/// time at their next look, as processors the host does not schedule; returns once both have
+/// stopped (at once in step mode). An interrupt raised meanwhile stays raised, a DPC queued
+/// stays queued, for whoever services them first.
+pub fn starve_interrupt_threads(m: &Machine, i: usize, d: Duration) {
+    let Ok(a) = m.adapter_shared(i) else { return };
+    if m.config().mode != Mode::Threaded {
+        return;
+    }
+    a.irq.starve(Servant::Isr, d);
+    a.irq.starve(Servant::Dpc, d);
+    a.irq.irq_wake.notify();
+    a.irq.dpc_wake.notify();
+    // Each thread takes the request at the top of its next look, within one wait of 20 ms
+    // (bounded, for a machine whose threads have stopped).
+    let end = Instant::now() + Duration::from_secs(5);
+    while (a.irq.starving(Servant::Isr) || a.irq.starving(Servant::Dpc)) && Instant::now() < end {
+        std::thread::sleep(Duration::from_micros(200));
+    }
 }
