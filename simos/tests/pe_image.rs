@@ -462,7 +462,7 @@ fn zw_query_value_key_with_a_null_result_length_faults() {
 
 /// The simulated ntoskrnl reads and writes through the image's pointers as a kernel routine
 /// does, unprobed: one into unmapped memory is the page fault Windows takes there, bug check
-/// 0x50 naming the address (read 0, write 1), never a fault of the host. A misaligned one is
+/// 0x50 naming the address (read 0, write 2 on x64), never a fault of the host. A misaligned one is
 /// used where it points.
 #[test]
 fn ntoskrnl_routines_fault_on_the_images_unmapped_pointers() {
@@ -480,7 +480,7 @@ fn ntoskrnl_routines_fault_on_the_images_unmapped_pointers() {
         .expect("imported");
     assert!(matches!(r, Err(Stop::Halted)), "{r:?}");
     let b = bugcheck(&m).expect("bug check");
-    assert_eq!((b.code, b.params[0], b.params[1]), (0x50, 0x10, 1));
+    assert_eq!((b.code, b.params[0], b.params[1]), (0x50, 0x10, 2));
     // The format string of a debug print, read up to its NUL.
     let m = pe_machine();
     let r = m
@@ -489,4 +489,83 @@ fn ntoskrnl_routines_fault_on_the_images_unmapped_pointers() {
     assert!(matches!(r, Err(Stop::Halted)), "{r:?}");
     let b = bugcheck(&m).expect("bug check");
     assert_eq!((b.code, b.params[0], b.params[1]), (0x50, 0x20, 0));
+}
+
+/// Calls the stub of callback `name` the image was handed, with `args` at `irql`; the bug
+/// check it ends in (it must not return).
+fn callback_bugcheck(m: &Machine, name: &str, irql: Irql, args: &[u64]) -> BugCheck {
+    let r = m
+        .call_pe_callback(name, irql, args)
+        .unwrap_or_else(|| panic!("the image was handed no {name}"));
+    assert!(matches!(r, Err(Stop::Halted)), "{name}: {r:?}");
+    bugcheck(m).expect("bug check")
+}
+
+/// Read-only memory of this process: the image's store there faults.
+static READ_ONLY: [u64; 64] = [0; 64];
+
+/// The Dxgkrnl callbacks take the image's pointers as 24H2 does, after a null check only, but
+/// read and write through them by the checked copy: an argument block the image cannot reach
+/// is the page fault Windows takes in the callback, bug check 0x50 naming the first address it
+/// cannot reach, the access (read 0, write 2) and the callback, never a fault of the host.
+#[test]
+fn callbacks_fault_on_the_images_unmapped_pointers() {
+    // The interrupt report at an unmapped address, from the ISR's level.
+    let m = pe_machine();
+    let handle = m.pe_device_handle().expect("a callback table");
+    let b = callback_bugcheck(&m, "DxgkCbNotifyInterrupt", Irql::Device, &[handle, 0x10]);
+    assert_eq!((b.code, b.params[0], b.params[1]), (0x50, 0x10, 0));
+    assert_ne!(b.params[2], 0, "the callback is named");
+    // A report whose first bytes are mapped and the rest not: the fault is at the first
+    // byte past the mapped page.
+    let m = pe_machine();
+    let handle = m.pe_device_handle().expect("a callback table");
+    let page = rvgpu_simos::pe::arena::alloc(4096, rvgpu_simos::pe::arena::Access::ReadWrite)
+        .expect("a page");
+    let straddling = (page + 4096 - 8) as u64;
+    let b = callback_bugcheck(
+        &m,
+        "DxgkCbNotifyInterrupt",
+        Irql::Device,
+        &[handle, straddling],
+    );
+    assert_eq!(
+        (b.code, b.params[0], b.params[1]),
+        (0x50, (page + 4096) as u64, 0)
+    );
+    // An out-parameter the image cannot write.
+    let m = pe_machine();
+    let handle = m.pe_device_handle().expect("a callback table");
+    let ro = READ_ONLY.as_ptr() as u64;
+    let b = callback_bugcheck(
+        &m,
+        "DxgkCbGetDeviceInformation",
+        Irql::Passive,
+        &[handle, ro],
+    );
+    assert_eq!((b.code, b.params[0], b.params[1]), (0x50, ro, 2));
+    // A routine of the feature interface DxgkCbQueryServices handed the image.
+    let m = pe_machine();
+    let handle = m.pe_device_handle().expect("a callback table");
+    let b = callback_bugcheck(&m, "IsFeatureEnabled", Irql::Passive, &[handle, 0x20]);
+    assert_eq!((b.code, b.params[0], b.params[1]), (0x50, 0x20, 0));
+}
+
+/// The image's own pointers, good ones, reach the same callbacks: the report at a mapped
+/// address is taken (no bug check) and the answer lands in the image's block.
+#[test]
+fn callbacks_take_the_images_mapped_pointers() {
+    let m = pe_machine();
+    let handle = m.pe_device_handle().expect("a callback table");
+    let mut info = [0u64; 32];
+    let r = m
+        .call_pe_callback(
+            "DxgkCbGetDeviceInformation",
+            Irql::Passive,
+            &[handle, info.as_mut_ptr() as u64],
+        )
+        .expect("handed");
+    assert_eq!(r.ok(), Some(0), "STATUS_SUCCESS");
+    assert!(bugcheck(&m).is_none());
+    assert_ne!(info[0], 0, "MiniportDeviceContext written");
 }

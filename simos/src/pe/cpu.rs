@@ -34,6 +34,7 @@
 use std::sync::Mutex;
 
 use super::arena;
+use super::checked::{page_fault, Access};
 use super::gdb;
 use super::unicorn::{self, reg};
 use crate::adapter::context;
@@ -253,10 +254,7 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                 if user {
                     return user_exception(STATUS_ACCESS_VIOLATION, addr, at);
                 }
-                return fault(
-                    e,
-                    BugCheck::new(bugcheck::PAGE_FAULT_IN_NONPAGED_AREA, [addr, 0, at, 0]),
-                );
+                return fault(e, page_fault(addr, Access::Read, at));
             }
             Some(Exit::Fault { addr, kind }) => {
                 if kind == unicorn::mem::FETCH_UNMAPPED
@@ -271,15 +269,12 @@ fn run(e: &Engine, addr: usize, args: &[u64], user: bool) -> Result<u64, Stop> {
                 if user {
                     return user_exception(STATUS_ACCESS_VIOLATION, addr, rip);
                 }
-                let write = u64::from(kind == unicorn::mem::WRITE_UNMAPPED);
-                let fetch = kind == unicorn::mem::FETCH_UNMAPPED;
-                return fault(
-                    e,
-                    BugCheck::new(
-                        bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-                        [addr, if fetch { 0x10 } else { write * 2 }, rip, 0],
-                    ),
-                );
+                let access = match kind {
+                    unicorn::mem::WRITE_UNMAPPED => Access::Write,
+                    unicorn::mem::FETCH_UNMAPPED => Access::Execute,
+                    _ => Access::Read,
+                };
+                return fault(e, page_fault(addr, access, rip));
             }
             None => {
                 let sp = e.read(reg::RSP) as usize;

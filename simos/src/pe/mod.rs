@@ -11,11 +11,14 @@
 //! calls — through the same [`crate::adapter::ddi`] path, with the same rules — executes the
 //! image's machine code. In the other direction, the `DXGKRNL_INTERFACE` handed to
 //! `DxgkDdiStartDevice` (and the feature interface `DxgkCbQueryServices` returns) point at stubs
-//! that run the simulated callbacks. Register BARs the image maps are emulated MMIO regions
+//! that run the simulated callbacks, of the kind that reads the image's pointers through the
+//! checked copy ([`checked`]). Register BARs the image maps are emulated MMIO regions
 //! routed to the same device model the Linux build reaches. A debugger attaches through
 //! [`gdb`] (`RVGPU_GDB`).
 
 pub mod arena;
+mod calls;
+pub(crate) mod checked;
 pub mod cpu;
 pub mod exe;
 pub mod gdb;
@@ -40,7 +43,6 @@ use self::cpu::{Stop, StubResult, Stubs};
 use crate::adapter::context;
 use crate::adapter::state::{DriverImage, MachineState};
 use crate::base::lock::lock;
-use crate::base::processor;
 pub use crate::install::loader;
 pub use crate::os::driver_build::DriverBuild;
 
@@ -281,6 +283,8 @@ pub struct PeImage {
     ddi: RwLock<HashMap<usize, usize>>,
     /// Stubs made for host functions the image was handed, by host address.
     host_stubs: Mutex<HashMap<usize, usize>>,
+    /// The same stubs by the name of the routine they run (the last one made of a name).
+    named_stubs: Arc<Mutex<HashMap<&'static str, usize>>>,
     /// Translated callback tables handed to StartDevice (kept alive: the image may keep the
     /// pointer while it copies).
     #[allow(clippy::vec_box, reason = "the image holds the table's address")]
@@ -329,6 +333,7 @@ impl PeImage {
             stubs: Stubs::new(256)?,
             ddi: RwLock::new(HashMap::new()),
             host_stubs: Mutex::new(HashMap::new()),
+            named_stubs: Arc::new(Mutex::new(HashMap::new())),
             interfaces: Mutex::new(Vec::new()),
             kernel: ntoskrnl::KernelState::default(),
             keep_pool: std::sync::atomic::AtomicBool::new(false),
@@ -418,8 +423,14 @@ impl PeImage {
             .copied()
     }
 
+    /// Records `stub`, the image's stub of routine `name`.
+    fn name_stub(&self, name: &'static str, stub: usize) -> usize {
+        lock(&self.named_stubs).insert(name, stub);
+        stub
+    }
+
     /// A stub the image can call for the host function in `slot`.
-    fn host_stub<S: AbiSlot>(&self, slot: &S, name: &str) -> usize {
+    fn host_stub<S: AbiSlot>(&self, slot: &S, name: &'static str) -> usize {
         let host = slot.addr();
         let mut cache = lock(&self.host_stubs);
         if let Some(&s) = cache.get(&host) {
@@ -438,12 +449,17 @@ impl PeImage {
             )
             .unwrap_or(0);
         cache.insert(host, stub);
-        stub
+        self.name_stub(name, stub)
     }
 
-    /// The callback table for StartDevice as the image sees it: every callback a stub.
+    /// The callback table for StartDevice as the image sees it: every callback a stub. The
+    /// callbacks are those of the table Dxgkrnl hands a linked driver (`i`, which
+    /// `callbacks::interface_for` makes), slot for slot, of the kind that reads the image's
+    /// pointers through the checked copy ([`checked::Checked`]).
     pub fn translate_interface(self: &Arc<Self>, i: &DXGKRNL_INTERFACE) -> *mut DXGKRNL_INTERFACE {
-        let mut t = Box::new(*i);
+        let mut t = Box::new(crate::dxgkrnl::callbacks::table::<checked::Checked>(
+            i.DeviceHandle,
+        ));
         t.visit_slots(&mut CallbackBridge { image: self });
         let p: *mut DXGKRNL_INTERFACE = &mut *t;
         lock(&self.interfaces).push(t);
@@ -496,10 +512,12 @@ impl PeImage {
         if services != u64::from(rvgpu_ddi::dxgkrnl::DxgkServicesFeature as u32) || interface == 0 {
             return;
         }
-        let at = interface as *mut rvgpu_ddi::feature::DXGK_FEATURE_INTERFACE;
-        // SAFETY: the callback just wrote a DXGK_FEATURE_INTERFACE there (it checked Size);
-        // copied unaligned, as the image's pointer may be, and written back below.
-        let mut f = unsafe { at.read_unaligned() };
+        // The callback just wrote a DXGK_FEATURE_INTERFACE there (it checked Size); read and
+        // written back through the checked copy.
+        let Some(mut f) = read_image::<rvgpu_ddi::feature::DXGK_FEATURE_INTERFACE>(interface)
+        else {
+            return;
+        };
         let r = self.host_stub(&f.InterfaceReference, "InterfaceReference");
         let d = self.host_stub(&f.InterfaceDereference, "InterfaceDereference");
         let e = self.host_stub(&f.IsFeatureEnabled, "IsFeatureEnabled");
@@ -511,8 +529,7 @@ impl PeImage {
             f.IsFeatureEnabled = AbiSlot::from_addr(e);
             f.QueryFeatureInterface = AbiSlot::from_addr(q);
         }
-        // SAFETY: where the interface was read from.
-        unsafe { at.write_unaligned(f) };
+        write_image(interface, &f);
     }
 
     /// `QueryFeatureInterface` for the image: the native-fence interface it fills holds a host
@@ -524,6 +541,7 @@ impl PeImage {
         }
         let call: unsafe fn(usize, &[u64]) -> Option<u64> = call_as::<S>;
         let stubs = self.stubs.clone();
+        let named = self.named_stubs.clone();
         let cache: Arc<Mutex<Option<usize>>> = Arc::new(Mutex::new(None));
         let stub = self
             .stubs
@@ -535,21 +553,22 @@ impl PeImage {
                     if st as u32 != 0 || w[1] == 0 {
                         return StubResult::Return(st);
                     }
-                    // SAFETY: the image's argument block (the callback just used it), copied
-                    // unaligned, as the image's pointer may be.
-                    let args = unsafe {
-                        (w[1] as *const rvgpu_ddi::feature::DXGKARGCB_QUERYFEATUREINTERFACE)
-                            .read_unaligned()
+                    // The image's argument block (the callback just used it), and the interface
+                    // the callback wrote, through the checked copy.
+                    let Some(args) =
+                        read_image::<rvgpu_ddi::feature::DXGKARGCB_QUERYFEATUREINTERFACE>(w[1])
+                    else {
+                        return StubResult::Return(st);
                     };
                     if args.FeatureId == rvgpu_ddi::feature::DXGK_FEATURE_NATIVE_FENCE
                         && !args.Interface.is_null()
                     {
-                        let at = args
-                            .Interface
-                            .cast::<rvgpu_ddi::feature::DXGKCBINT_FEATURE_NATIVEFENCE_1>();
-                        // SAFETY: the callback wrote a DXGKCBINT_FEATURE_NATIVEFENCE_1 there;
-                        // copied unaligned, as the image's pointer may be.
-                        let mut i = unsafe { at.read_unaligned() };
+                        let at = args.Interface as u64;
+                        let Some(mut i) =
+                            read_image::<rvgpu_ddi::feature::DXGKCBINT_FEATURE_NATIVEFENCE_1>(at)
+                        else {
+                            return StubResult::Return(st);
+                        };
                         let mut c = lock(&cache);
                         let caps_stub = match *c {
                             Some(s) => s,
@@ -569,25 +588,46 @@ impl PeImage {
                                     )
                                     .unwrap_or(0);
                                 *c = Some(s);
+                                lock(&named).insert("GetOSCaps", s);
                                 s
                             }
                         };
                         // SAFETY: a stub address for the image; never called as a host function.
                         i.GetOSCaps = unsafe { AbiSlot::from_addr(caps_stub) };
-                        // SAFETY: where the interface was read from.
-                        unsafe { at.write_unaligned(i) };
+                        write_image(at, &i);
                     }
                     StubResult::Return(st)
                 }),
             )
             .unwrap_or(0);
         lock(&self.host_stubs).insert(host, stub);
-        stub
+        self.name_stub("QueryFeatureInterface", stub)
     }
 
     /// Pool the image holds: (bytes, blocks).
     pub fn pool_in_use(&self) -> (usize, usize) {
         self.kernel.pool_in_use()
+    }
+}
+
+/// A copy of the image's `T` at `at` through the checked copy; `None` when it cannot be read
+/// (bug check 0x50 raised).
+fn read_image<T: Copy>(at: u64) -> Option<T> {
+    match checked::read_bytes(at, std::mem::size_of::<T>(), 0) {
+        // SAFETY: a whole `T` of the image's, read unaligned.
+        Ok(b) => Some(unsafe { b.as_ptr().cast::<T>().read_unaligned() }),
+        Err(b) => {
+            context::raise(b);
+            None
+        }
+    }
+}
+
+/// Writes `v` to the image's memory at `at` through the checked copy (bug check 0x50 when it
+/// cannot be written).
+fn write_image<T: Copy>(at: u64, v: &T) {
+    if let Err(b) = checked::write_bytes(at, &checked::bytes_of(v), 0) {
+        context::raise(b);
     }
 }
 
@@ -706,12 +746,12 @@ impl SlotVisitor for CallbackBridge<'_> {
             (None, SYNC_ID) => {
                 let s = self.image.sync_stub(slot);
                 lock(&self.image.host_stubs).insert(slot.addr(), s);
-                s
+                self.image.name_stub(name, s)
             }
             (None, QUERY_SERVICES_ID) => {
                 let s = self.image.query_services_stub(slot);
                 lock(&self.image.host_stubs).insert(slot.addr(), s);
-                s
+                self.image.name_stub(name, s)
             }
             (None, _) => self.image.host_stub(slot, name),
         };
@@ -822,40 +862,6 @@ extern "C" fn print_counts() {
             "  {name:<40} {calls:>8} calls {:>10.1} instructions/call",
             instr as f64 / calls.max(1) as f64
         );
-    }
-}
-
-impl crate::Machine {
-    /// The PE image this machine runs, if it runs one.
-    pub fn pe_image(&self) -> Option<Arc<PeImage>> {
-        image_of(&self.state)
-    }
-
-    /// The address of adapter `i`'s PDO (`DXGK_DEVICE_INFO::PhysicalDeviceObject`), for tests
-    /// of the simulated kernel's routines that take one.
-    pub fn adapter_pdo(&self, i: usize) -> Option<u64> {
-        self.adapter_shared(i)
-            .ok()
-            .map(|a| a.resources.pdo() as u64)
-    }
-
-    /// Calls what the image's import `name` is bound to, with `args`, on an emulated processor
-    /// at `irql` in this machine's context: what the image's own call does (tests of the
-    /// simulated kernel's rules). `None` when the machine runs no image or the image has no
-    /// such import.
-    pub fn call_pe_import(
-        &self,
-        name: &str,
-        irql: rvgpu_kmd::platform::Irql,
-        args: &[u64],
-    ) -> Option<Result<u64, Stop>> {
-        let img = image_of(&self.state)?;
-        let import = img.loaded.image.imports.iter().find(|i| i.name == name)?;
-        // SAFETY: an IAT entry of the mapped image (bound at load).
-        let target = unsafe { (import.iat as *const u64).read_unaligned() } as usize;
-        let _m = context::MachineContext::enter(self.state.clone());
-        let _irql = processor::IrqlScope::enter(irql);
-        Some(cpu::call(target, args))
     }
 }
 

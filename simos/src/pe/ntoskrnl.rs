@@ -814,35 +814,18 @@ struct RawDataDescriptor {
 }
 
 /// The `len` bytes the image points at `p`, copied without trusting the pointer
-/// (`pe::umd::guest`): an address the image cannot read is the page fault Windows takes inside
-/// the routine, bug check 0x50 naming it, raised here (`None`).
+/// ([`super::checked`]): an address the image cannot read is the page fault Windows takes
+/// inside the routine, bug check 0x50 naming it, raised here (`None`).
 pub(super) fn image_bytes(p: u64, len: usize) -> Option<Vec<u8>> {
-    if len == 0 {
-        return Some(Vec::new());
-    }
-    match super::umd::guest::read_bytes(p, len) {
-        Ok(b) => Some(b),
-        Err(_) => {
-            raise(BugCheck::new(
-                bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-                [p, 0, 0, 0],
-            ));
-            None
-        }
-    }
+    super::checked::read_bytes(p, len, 0).map_err(raise).ok()
 }
 
 /// Writes `v` where the image points (`out`), as [`image_bytes`] reads: an address it cannot
 /// write is bug check 0x50 (`false`).
 fn image_write(out: u64, v: u64) -> bool {
-    if super::umd::guest::write_bytes(out, &v.to_le_bytes()).is_ok() {
-        return true;
-    }
-    raise(BugCheck::new(
-        bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-        [out, 1, 0, 0],
-    ));
-    false
+    super::checked::write_bytes(out, &v.to_le_bytes(), 0)
+        .map_err(raise)
+        .is_ok()
 }
 
 /// `EtwRegister(ProviderId, EnableCallback, CallbackContext, RegHandle)` (PASSIVE_LEVEL), as

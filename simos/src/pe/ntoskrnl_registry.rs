@@ -28,14 +28,9 @@ const KERNEL_HANDLE_BASE: u64 = 0xFFFF_FFFF_8000_0000;
 
 /// Writes the 32-bit `v` where the image points (`out`), as [`image_write`] does.
 fn image_write_u32(out: u64, v: u32) -> bool {
-    if crate::pe::umd::guest::write_bytes(out, &v.to_le_bytes()).is_ok() {
-        return true;
-    }
-    raise(BugCheck::new(
-        bugcheck::PAGE_FAULT_IN_NONPAGED_AREA,
-        [out, 1, 0, 0],
-    ));
-    false
+    crate::pe::checked::write_bytes(out, &v.to_le_bytes(), 0)
+        .map_err(raise)
+        .is_ok()
 }
 
 /// `IoOpenDeviceRegistryKey(DeviceObject, DevInstKeyType, DesiredAccess, DeviceRegKey)`

@@ -86,7 +86,13 @@ pub(super) fn query_services(
         }
     }
     let a = enter_status!(DxgkCbQueryServices, handle, entry);
-    let header = interface.header();
+    let header = match interface.header() {
+        Ok(header) => header,
+        Err(b) => {
+            a.state.raise_bugcheck(b);
+            return STATUS_UNSUCCESSFUL;
+        }
+    };
     match services {
         DxgkServicesFeature => {}
         DxgkServicesAgp if header.Version != 1 || header.Size != 56 => {
@@ -107,8 +113,13 @@ pub(super) fn query_services(
     }
     // 24H2 writes what follows the header; Size and Version stay the caller's. Written only
     // when `Size` is exactly the feature interface's.
-    if !interface.write_feature(a.handle()) {
-        return STATUS_INVALID_PARAMETER;
+    match interface.write_feature(a.handle()) {
+        Ok(true) => {}
+        Ok(false) => return STATUS_INVALID_PARAMETER,
+        Err(b) => {
+            a.state.raise_bugcheck(b);
+            return STATUS_UNSUCCESSFUL;
+        }
     }
     // As every WDM interface provider does, the interface is referenced for the caller, who
     // must dereference it when done.

@@ -5,12 +5,15 @@
 //! put in DDI slots ([`crate::testing`]), their generic entry points, their callback calls and
 //! their calls of the driver's own ISR and DPC ([`stand_in`]).
 //!
-//! Raw pointers cross here only. Each entry point turns the driver's pointers into references,
-//! copies or write-once [`Out`] places exactly once, then calls a safe handler in the sibling
-//! modules, which makes every check 24H2 makes in 24H2's order. Where 24H2 dereferences a
-//! driver pointer after no more than a null check (every argument block the callbacks take),
-//! the simulation does the same: a non-null pointer is taken as a valid block of its type.
+//! Raw pointers cross here only. Each entry point reads the driver's blocks and writes its
+//! out-parameters through a [`DriverMemory`] exactly once, then calls a safe handler in the
+//! sibling modules, which makes every check 24H2 makes in 24H2's order. Where 24H2 dereferences
+//! a driver pointer after no more than a null check (every argument block the callbacks take),
+//! the simulation does the same: in-process ([`Direct`]) a non-null pointer is taken as a valid
+//! block of its type; for `rvgpu.sys` in the emulator the PE bridge's memory copies it, and an
+//! address the image cannot reach is the bug check 24H2's access takes there.
 
+use std::borrow::Cow;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -19,73 +22,78 @@ use rvgpu_ddi::adapter::PDXGK_DEVICE_INFO;
 use rvgpu_ddi::basic::*;
 use rvgpu_ddi::dxgkrnl::*;
 use rvgpu_ddi::feature::*;
-use rvgpu_ddi::interrupt::{DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED};
+use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
 use rvgpu_ddi::ntstatus::*;
 use rvgpu_kmd::platform::{Irql, Platform};
 
-use super::view::{InterfaceView, Place, ReportView, SyncView};
+#[path = "view.rs"]
+pub(crate) mod view;
+
+use self::view::{copy, with_block, DriverArray, DriverMemory, DriverPtr, InterfaceView, Out};
+use self::view::{Report, SyncView};
 use super::{device, feature, handle_data, interrupt, sync, FailValue};
+use crate::adapter::context::raise;
 use crate::adapter::kernel::{self, SimKernel, WindowKind};
+use crate::base::bugcheck::BugCheck;
 
-/// A place the driver gave the OS to write one value to (an out-parameter, checked non-null).
-pub(crate) struct Out<'a, T> {
-    place: NonNull<T>,
-    _driver: PhantomData<&'a mut T>,
-}
+/// The Linux build's driver: its pointers are this process's, dereferenced as 24H2 does.
+pub(crate) enum Direct {}
 
-impl<T> Out<'_, T> {
-    /// The driver's out-parameter `p`, `None` when it is null.
-    fn new(p: *mut T) -> Option<Self> {
-        NonNull::new(p).map(|place| Out {
-            place,
-            _driver: PhantomData,
-        })
+// SAFETY (every method): a `DriverPtr` is the pointer the driver passed the call, made by an
+// entry point here only; the in-process driver's is valid for its type (the DDI's contract),
+// and not otherwise referenced during the call.
+impl DriverMemory for Direct {
+    fn read<T: Copy>(p: DriverPtr<T>, _entry: usize) -> Result<T, BugCheck> {
+        // SAFETY: see the impl.
+        Ok(unsafe { p.get().as_ptr().read() })
+    }
+
+    fn write<T: Copy>(p: DriverPtr<T>, v: T, _entry: usize) -> Result<(), BugCheck> {
+        // SAFETY: see the impl.
+        unsafe { p.get().as_ptr().write(v) };
+        Ok(())
+    }
+
+    fn read_array<'a, T: Copy>(a: DriverArray<T>, _entry: usize) -> Result<Cow<'a, [T]>, BugCheck> {
+        let (at, n) = a.get();
+        // SAFETY: see the impl; the driver declared at least `n` of them, alive for the call
+        // the result is used in.
+        Ok(Cow::Borrowed(unsafe {
+            std::slice::from_raw_parts(at.as_ptr(), n)
+        }))
+    }
+
+    fn update<T: Copy, R>(
+        p: DriverPtr<T>,
+        _entry: usize,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Result<R, BugCheck> {
+        // SAFETY: see the impl.
+        Ok(f(unsafe { &mut *p.get().as_ptr() }))
     }
 }
 
-impl<T> Place<T> for Out<'_, T> {
-    fn write(self, value: T) {
-        // SAFETY: a non-null out-parameter of the driver for this call, which 24H2 writes after
-        // its null check only.
-        unsafe { self.place.as_ptr().write(value) }
-    }
-}
-
-/// The driver's argument block `p` for this call, `None` when it is null.
-///
-/// # Safety
-/// `p` is null or the driver's block of this type, not otherwise referenced for the call.
-unsafe fn block<'a, T>(p: *mut T) -> Option<&'a mut T> {
-    // SAFETY: the caller's contract.
-    unsafe { p.as_mut() }
-}
-
-/// A copy of the driver's input block `p`, `None` when it is null.
-///
-/// # Safety
-/// `p` is null or points to a readable block of this type.
-unsafe fn copy<T: Copy>(p: *const T) -> Option<T> {
-    // SAFETY: the caller's contract.
-    unsafe { p.as_ref() }.copied()
+/// The address of entry point `f`, the callback named in its bug checks.
+macro_rules! entry {
+    ($f:expr) => {
+        $f as *const () as usize
+    };
 }
 
 // ---------------------------------------------------------------------------------------------
 // DXGKRNL_INTERFACE callbacks.
 
 /// `DxgkCbGetDeviceInformation`.
-pub(super) unsafe extern "system" fn get_device_information(
+pub(super) unsafe extern "system" fn get_device_information<M: DriverMemory>(
     handle: HANDLE,
     info: PDXGK_DEVICE_INFO,
 ) -> NTSTATUS {
-    device::get_device_information(
-        handle,
-        Out::new(info),
-        get_device_information as *const () as usize,
-    )
+    let entry = entry!(get_device_information::<M>);
+    device::get_device_information(handle, Out::<_, M>::new(info, entry), entry)
 }
 
 /// `DxgkCbMapMemory`.
-pub(super) unsafe extern "system" fn map_memory(
+pub(super) unsafe extern "system" fn map_memory<M: DriverMemory>(
     handle: HANDLE,
     translated: PHYSICAL_ADDRESS,
     length: ULONG,
@@ -94,44 +102,43 @@ pub(super) unsafe extern "system" fn map_memory(
     _cache: MEMORY_CACHING_TYPE,
     virtual_address: *mut PVOID,
 ) -> NTSTATUS {
+    let entry = entry!(map_memory::<M>);
     device::map_memory(
         handle,
         translated,
         length,
         in_io_space,
         map_to_user_mode,
-        Out::new(virtual_address),
-        map_memory as *const () as usize,
+        Out::<_, M>::new(virtual_address, entry),
+        entry,
     )
 }
 
 /// `DxgkCbUnmapMemory`: the address is a value to look up, never dereferenced.
 pub(super) unsafe extern "system" fn unmap_memory(handle: HANDLE, va: PVOID) -> NTSTATUS {
-    device::unmap_memory(handle, va as usize, unmap_memory as *const () as usize)
+    device::unmap_memory(handle, va as usize, entry!(unmap_memory))
 }
 
 /// `DxgkCbQueueDpc`.
 pub(super) unsafe extern "system" fn queue_dpc(handle: HANDLE) -> BOOLEAN {
-    interrupt::queue_dpc(handle, queue_dpc as *const () as usize)
+    interrupt::queue_dpc(handle, entry!(queue_dpc))
 }
 
 /// `DxgkCbNotifyDpc`.
 pub(super) unsafe extern "system" fn notify_dpc(handle: HANDLE) {
-    interrupt::notify_dpc(handle, notify_dpc as *const () as usize)
+    interrupt::notify_dpc(handle, entry!(notify_dpc))
 }
 
 /// `DxgkCbNotifyInterrupt`: the report is copied once, at the call, as 24H2 copies it at ISR
 /// time.
-pub(super) unsafe extern "system" fn notify_interrupt(
+pub(super) unsafe extern "system" fn notify_interrupt<M: DriverMemory>(
     handle: HANDLE,
     data: *const DXGKARGCB_NOTIFY_INTERRUPT_DATA,
 ) {
-    // SAFETY: null or the driver's report, alive for the call.
-    let report = unsafe { copy(data) }.map(|data| Report {
-        data,
-        _call: PhantomData,
-    });
-    interrupt::notify_interrupt(handle, report, notify_interrupt as *const () as usize)
+    let entry = entry!(notify_interrupt::<M>);
+    if let Ok(report) = Report::<M>::copy(data, entry) {
+        interrupt::notify_interrupt(handle, report, entry)
+    }
 }
 
 /// `DxgkCbLogEtwEvent`: nothing the driver passes is read (no session listens).
@@ -141,144 +148,144 @@ pub(super) unsafe extern "system" fn log_etw_event(
     _size: USHORT,
     _buffer: PVOID,
 ) {
-    interrupt::log_etw_event(log_etw_event as *const () as usize)
+    interrupt::log_etw_event(entry!(log_etw_event))
 }
 
 /// `DxgkCbSynchronizeExecution`: the routine and its context become a [`SyncRoutine`].
-pub(super) unsafe extern "system" fn synchronize_execution(
+pub(super) unsafe extern "system" fn synchronize_execution<M: DriverMemory>(
     handle: HANDLE,
     routine: PKSYNCHRONIZE_ROUTINE,
     context: PVOID,
     message_number: ULONG,
     return_value: *mut BOOLEAN,
 ) -> NTSTATUS {
+    let entry = entry!(synchronize_execution::<M>);
     let routine = routine.map(|f| SyncRoutine { f, context });
     sync::synchronize_execution(
         handle,
         routine,
         message_number,
-        Out::new(return_value),
-        synchronize_execution as *const () as usize,
+        Out::<_, M>::new(return_value, entry),
+        entry,
     )
 }
 
 /// `DxgkCbQueryServices`: the interface buffer is read through its header only.
-pub(super) unsafe extern "system" fn query_services(
+pub(super) unsafe extern "system" fn query_services<M: DriverMemory>(
     handle: HANDLE,
     services: DXGK_SERVICES,
     interface: PINTERFACE,
 ) -> NTSTATUS {
+    let entry = entry!(query_services::<M>);
     feature::query_services(
         handle,
         services,
-        NonNull::new(interface).map(|place| InterfaceBuffer {
+        DriverPtr::new(interface).map(|place| InterfaceBuffer::<M> {
             place,
-            _driver: PhantomData,
+            entry,
+            _memory: PhantomData,
         }),
-        query_services as *const () as usize,
+        entry,
     )
 }
 
 /// `InterfaceReference` of the feature interface.
 pub(super) unsafe extern "system" fn interface_reference(context: PVOID) {
-    feature::interface_reference(context, interface_reference as *const () as usize)
+    feature::interface_reference(context, entry!(interface_reference))
 }
 
 /// `InterfaceDereference` of the feature interface.
 pub(super) unsafe extern "system" fn interface_dereference(context: PVOID) {
-    feature::interface_dereference(context, interface_dereference as *const () as usize)
+    feature::interface_dereference(context, entry!(interface_dereference))
 }
 
 /// `DXGK_FEATURE_INTERFACE::IsFeatureEnabled`.
-pub(super) unsafe extern "system" fn is_feature_enabled(
+pub(super) unsafe extern "system" fn is_feature_enabled<M: DriverMemory>(
     handle: HANDLE,
     args: *mut DXGKARGCB_ISFEATUREENABLED2,
 ) -> NTSTATUS {
-    // SAFETY: null or the driver's argument block for the call.
-    feature::is_feature_enabled(
-        handle,
-        unsafe { block(args) },
-        is_feature_enabled as *const () as usize,
-    )
+    let entry = entry!(is_feature_enabled::<M>);
+    with_block::<M, _, _>(args, entry, STATUS_UNSUCCESSFUL, |args| {
+        feature::is_feature_enabled(handle, args, entry)
+    })
 }
 
 /// `DXGK_FEATURE_INTERFACE::QueryFeatureInterface`: the handler decides, then the interface is
 /// written to the driver's buffer, whose size this entry takes before the handler sees the
 /// block.
-pub(super) unsafe extern "system" fn query_feature_interface(
+pub(super) unsafe extern "system" fn query_feature_interface<M: DriverMemory>(
     handle: HANDLE,
     args: *mut DXGKARGCB_QUERYFEATUREINTERFACE,
 ) -> NTSTATUS {
-    // SAFETY: null or the driver's argument block for the call.
-    let args = unsafe { block(args) };
-    let target = args
-        .as_ref()
-        .map(|a| (a.Interface, usize::from(a.InterfaceSize)));
-    match feature::query_feature_interface(
-        handle,
-        args,
-        query_feature_interface as *const () as usize,
-    ) {
-        Err(status) => status,
-        Ok(()) => {
-            let interface = DXGKCBINT_FEATURE_NATIVEFENCE_1 {
-                GetOSCaps: Some(native_fence_get_os_caps),
-            };
-            let Some((buffer, room)) = target else {
-                return STATUS_INVALID_PARAMETER;
-            };
-            if buffer.is_null() || room < std::mem::size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>() {
-                return STATUS_INVALID_PARAMETER;
-            }
-            // SAFETY: the driver's buffer of `room` bytes (its `InterfaceSize` at the call),
-            // checked non-null and large enough.
-            unsafe {
-                buffer
-                    .cast::<DXGKCBINT_FEATURE_NATIVEFENCE_1>()
-                    .write(interface)
-            };
-            STATUS_SUCCESS
+    let entry = entry!(query_feature_interface::<M>);
+    let answer = with_block::<M, _, _>(args, entry, Err(STATUS_UNSUCCESSFUL), |args| {
+        let target = args
+            .as_ref()
+            .map(|a| (a.Interface, usize::from(a.InterfaceSize)));
+        feature::query_feature_interface(handle, args, entry).map(|()| target)
+    });
+    let target = match answer {
+        Err(status) => return status,
+        Ok(target) => target,
+    };
+    let interface = DXGKCBINT_FEATURE_NATIVEFENCE_1 {
+        GetOSCaps: Some(native_fence_get_os_caps::<M>),
+    };
+    let size = std::mem::size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>();
+    let Some(buffer) = target
+        .filter(|&(_, room)| room >= size)
+        .and_then(|(buffer, _)| DriverPtr::new(buffer.cast::<DXGKCBINT_FEATURE_NATIVEFENCE_1>()))
+    else {
+        return STATUS_INVALID_PARAMETER;
+    };
+    // The driver's buffer of `room` bytes (its `InterfaceSize` at the call), large enough.
+    match M::write(buffer, interface, entry) {
+        Ok(()) => STATUS_SUCCESS,
+        Err(b) => {
+            raise(b);
+            STATUS_UNSUCCESSFUL
         }
     }
 }
 
 /// `DXGKCBINT_FEATURE_NATIVEFENCE_1::GetOSCaps`.
-pub(super) unsafe extern "system" fn native_fence_get_os_caps(
+pub(super) unsafe extern "system" fn native_fence_get_os_caps<M: DriverMemory>(
     args: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1,
 ) -> NTSTATUS {
-    feature::native_fence_get_os_caps(
-        Out::new(args),
-        native_fence_get_os_caps as *const () as usize,
-    )
+    let entry = entry!(native_fence_get_os_caps::<M>);
+    feature::native_fence_get_os_caps(Out::<_, M>::new(args, entry), entry)
 }
 
 /// `DxgkCbQueryFeatureSupport`.
-pub(super) unsafe extern "system" fn query_feature_support(
+pub(super) unsafe extern "system" fn query_feature_support<M: DriverMemory>(
     args: *mut DXGKARGCB_QUERYFEATURESUPPORT,
 ) -> NTSTATUS {
-    // SAFETY: null or the driver's argument block for the call.
-    feature::query_feature_support(
-        unsafe { block(args) },
-        query_feature_support as *const () as usize,
-    )
+    let entry = entry!(query_feature_support::<M>);
+    with_block::<M, _, _>(args, entry, STATUS_UNSUCCESSFUL, |args| {
+        feature::query_feature_support(args, entry)
+    })
 }
 
 /// `DxgkCbGetHandleData`: the answer is the driver's own value, handed back as a pointer.
-pub(super) unsafe extern "system" fn get_handle_data(
+pub(super) unsafe extern "system" fn get_handle_data<M: DriverMemory>(
     args: *const DXGKARGCB_GETHANDLEDATA,
 ) -> *mut c_void {
-    // SAFETY: null or the driver's argument block.
-    let answer =
-        handle_data::get_handle_data(unsafe { copy(args) }, get_handle_data as *const () as usize);
-    std::ptr::without_provenance_mut(answer)
+    let entry = entry!(get_handle_data::<M>);
+    let Ok(args) = copy::<M, _>(args, entry) else {
+        return std::ptr::null_mut();
+    };
+    std::ptr::without_provenance_mut(handle_data::get_handle_data(args, entry))
 }
 
 /// `DxgkCbDisconnectDoorbell`.
-pub(super) unsafe extern "system" fn disconnect_doorbell(
+pub(super) unsafe extern "system" fn disconnect_doorbell<M: DriverMemory>(
     args: *mut DXGKARGCB_DISCONNECTDOORBELL,
 ) -> NTSTATUS {
-    // SAFETY: null or the driver's argument block.
-    super::disconnect_doorbell(unsafe { copy(args) })
+    let entry = entry!(disconnect_doorbell::<M>);
+    match copy::<M, _>(args, entry) {
+        Ok(args) => super::disconnect_doorbell(args, entry),
+        Err(()) => STATUS_UNSUCCESSFUL,
+    }
 }
 
 /// `DxgkCbSetPowerComponentActive`.
@@ -293,77 +300,44 @@ pub(super) unsafe extern "system" fn set_power_component_idle(handle: HANDLE, co
 
 /// `DxgkCbInvalidateHwContext`: the handler names the block VidSch's callback gets (the
 /// driver's, or the OS's rewrite of it) or answers itself.
-pub(super) unsafe extern "system" fn invalidate_hw_context(
+pub(super) unsafe extern "system" fn invalidate_hw_context<M: DriverMemory>(
     args: *const DXGKARGCB_INVALIDATEHWCONTEXT,
 ) -> NTSTATUS {
-    // SAFETY: null or the driver's argument block.
-    match super::invalidate_hw_context(unsafe { copy(args) }) {
+    let entry = entry!(invalidate_hw_context::<M>);
+    let Ok(args) = copy::<M, _>(args, entry) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    match super::invalidate_hw_context(args, entry) {
         Ok(status) => status,
-        Err(forward) => crate::vidsch::tdr::cb_invalidate_hw_context(
-            forward.as_ref(),
-            invalidate_hw_context as *const () as usize,
-        ),
+        Err(forward) => crate::vidsch::tdr::cb_invalidate_hw_context(forward.as_ref(), entry),
     }
 }
 
 /// `DxgkCbAllocateContiguousMemory` (VidMm's).
-pub(super) unsafe extern "system" fn allocate_contiguous_memory(
+pub(super) unsafe extern "system" fn allocate_contiguous_memory<M: DriverMemory>(
     handle: HANDLE,
     args: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
 ) -> NTSTATUS {
-    crate::vidmm::contiguous::allocate_contiguous_memory(
-        handle,
-        // SAFETY: null or the driver's argument block for the call.
-        unsafe { block(args) },
-        allocate_contiguous_memory as *const () as usize,
-    )
+    let entry = entry!(allocate_contiguous_memory::<M>);
+    with_block::<M, _, _>(args, entry, STATUS_UNSUCCESSFUL, |args| {
+        crate::vidmm::contiguous::allocate_contiguous_memory(handle, args, entry)
+    })
 }
 
 /// `DxgkCbFreeContiguousMemory` (VidMm's).
-pub(super) unsafe extern "system" fn free_contiguous_memory(
+pub(super) unsafe extern "system" fn free_contiguous_memory<M: DriverMemory>(
     handle: HANDLE,
     args: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
 ) -> NTSTATUS {
-    crate::vidmm::contiguous::free_contiguous_memory(
-        handle,
-        // SAFETY: null or the driver's argument block.
-        unsafe { args.as_ref() },
-        free_contiguous_memory as *const () as usize,
-    )
+    let entry = entry!(free_contiguous_memory::<M>);
+    let Ok(args) = copy::<M, _>(args, entry) else {
+        return STATUS_UNSUCCESSFUL;
+    };
+    crate::vidmm::contiguous::free_contiguous_memory(handle, args.as_ref(), entry)
 }
 
 // ---------------------------------------------------------------------------------------------
 // What the handlers get instead of raw pointers.
-
-/// A `DxgkCbNotifyInterrupt` report, copied from the driver at the call.
-pub(crate) struct Report<'a> {
-    data: DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-    _call: PhantomData<&'a ()>,
-}
-
-impl std::ops::Deref for Report<'_> {
-    type Target = DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-    fn deref(&self) -> &DXGKARGCB_NOTIFY_INTERRUPT_DATA {
-        &self.data
-    }
-}
-
-impl ReportView for Report<'_> {
-    /// 24H2 reads the handles at ISR time without a check of the array
-    /// (`M:VidSchiProcessIsrNativeFenceSignaled` @0x140052784), as this does.
-    fn signaled_fences(&self, n: usize) -> Option<&[HANDLE]> {
-        if self.data.InterruptType != DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED {
-            return None;
-        }
-        let d = self.data.Anonymous.native_fence_signaled();
-        if d.pSignaledNativeFenceArray.is_null() || n > d.SignaledNativeFenceCount as usize {
-            return None;
-        }
-        // SAFETY: the driver reports `SignaledNativeFenceCount` handles at this non-null
-        // address (the DDI's contract), alive for the call this report is borrowed from.
-        Some(unsafe { std::slice::from_raw_parts(d.pSignaledNativeFenceArray, n) })
-    }
-}
 
 /// The driver's `KSYNCHRONIZE_ROUTINE` with the context it passed for it.
 #[derive(Clone, Copy)]
@@ -389,21 +363,21 @@ impl SyncView for SyncRoutine {
 }
 
 /// The `INTERFACE` buffer of a `DxgkCbQueryServices` call.
-pub(crate) struct InterfaceBuffer<'a> {
-    place: NonNull<INTERFACE>,
-    _driver: PhantomData<&'a mut INTERFACE>,
+pub(crate) struct InterfaceBuffer<M> {
+    place: DriverPtr<INTERFACE>,
+    entry: usize,
+    _memory: PhantomData<M>,
 }
 
-impl InterfaceView for InterfaceBuffer<'_> {
-    fn header(&self) -> INTERFACE {
-        // SAFETY: the driver's non-null interface buffer, which 24H2 reads the header of.
-        unsafe { self.place.as_ptr().read() }
+impl<M: DriverMemory> InterfaceView for InterfaceBuffer<M> {
+    fn header(&self) -> Result<INTERFACE, BugCheck> {
+        M::read(self.place, self.entry)
     }
 
-    fn write_feature(self, context: HANDLE) -> bool {
-        let header = self.header();
+    fn write_feature(self, context: HANDLE) -> Result<bool, BugCheck> {
+        let header = self.header()?;
         if usize::from(header.Size) != std::mem::size_of::<DXGK_FEATURE_INTERFACE>() {
-            return false;
+            return Ok(false);
         }
         let value = DXGK_FEATURE_INTERFACE {
             Size: header.Size,
@@ -411,17 +385,14 @@ impl InterfaceView for InterfaceBuffer<'_> {
             Context: context,
             InterfaceReference: Some(interface_reference),
             InterfaceDereference: Some(interface_dereference),
-            IsFeatureEnabled: Some(is_feature_enabled),
-            QueryFeatureInterface: Some(query_feature_interface),
+            IsFeatureEnabled: Some(is_feature_enabled::<M>),
+            QueryFeatureInterface: Some(query_feature_interface::<M>),
         };
-        // SAFETY: the driver declared (Size) a buffer exactly this large.
-        unsafe {
-            self.place
-                .as_ptr()
-                .cast::<DXGK_FEATURE_INTERFACE>()
-                .write(value)
-        };
-        true
+        // The driver declared (Size) a buffer exactly this large.
+        match DriverPtr::new(self.place.get().as_ptr().cast::<DXGK_FEATURE_INTERFACE>()) {
+            Some(whole) => M::write(whole, value, self.entry).map(|()| true),
+            None => Ok(false),
+        }
     }
 }
 

@@ -279,7 +279,7 @@ fn native_fence_signaled(
         None
     } else {
         let handles = data
-            .signaled_fences(d.SignaledNativeFenceCount as usize)
+            .signaled_fences(d.SignaledNativeFenceCount as usize)?
             .unwrap_or_default();
         let live = lock(&a.native_fences);
         for (i, h) in handles.iter().enumerate() {

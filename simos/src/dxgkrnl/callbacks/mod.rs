@@ -15,8 +15,8 @@ pub(crate) mod ffi;
 mod handle_data;
 mod interrupt;
 mod sync;
-mod view;
 
+use self::ffi::view::{self, DriverMemory};
 use self::ffi::*;
 use crate::adapter::callback::enter;
 
@@ -93,25 +93,31 @@ macro_rules! not_simulated_slots {
 // ---------------------------------------------------------------------------------------------
 // The table.
 
-/// The callback table for adapter `a`.
+/// The callback table for adapter `a`, for the driver linked into this process.
 pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
+    table::<Direct>(a.handle())
+}
+
+/// The callback table with adapter handle `handle`, whose callbacks reach the driver's memory
+/// through `M` ([`DriverMemory`]): the PE bridge hands the image the table of its own kind.
+pub(crate) fn table<M: DriverMemory>(handle: HANDLE) -> DXGKRNL_INTERFACE {
     let mut i = DXGKRNL_INTERFACE {
         Size: std::mem::size_of::<DXGKRNL_INTERFACE>() as ULONG,
         Version: DXGKDDI_INTERFACE_VERSION_WDDM3_2,
-        DeviceHandle: a.handle(),
+        DeviceHandle: handle,
         ..DXGKRNL_INTERFACE::default()
     };
-    i.DxgkCbGetDeviceInformation = Some(get_device_information);
-    i.DxgkCbMapMemory = Some(map_memory);
+    i.DxgkCbGetDeviceInformation = Some(get_device_information::<M>);
+    i.DxgkCbMapMemory = Some(map_memory::<M>);
     i.DxgkCbUnmapMemory = Some(unmap_memory);
     i.DxgkCbQueueDpc = Some(queue_dpc);
-    i.DxgkCbQueryServices = Some(query_services);
-    i.DxgkCbSynchronizeExecution = Some(synchronize_execution);
-    i.DxgkCbNotifyInterrupt = Some(notify_interrupt);
+    i.DxgkCbQueryServices = Some(query_services::<M>);
+    i.DxgkCbSynchronizeExecution = Some(synchronize_execution::<M>);
+    i.DxgkCbNotifyInterrupt = Some(notify_interrupt::<M>);
     i.DxgkCbNotifyDpc = Some(notify_dpc);
     i.DxgkCbLogEtwEvent = Some(log_etw_event);
-    i.DxgkCbAllocateContiguousMemory = Some(allocate_contiguous_memory);
-    i.DxgkCbFreeContiguousMemory = Some(free_contiguous_memory);
+    i.DxgkCbAllocateContiguousMemory = Some(allocate_contiguous_memory::<M>);
+    i.DxgkCbFreeContiguousMemory = Some(free_contiguous_memory::<M>);
     not_simulated_slots!(i;
         DxgkCbEvalAcpiMethod, DxgkCbIndicateChildStatus, DxgkCbReadDeviceSpace,
         DxgkCbWriteDeviceSpace, DxgkCbIsDevicePresent,
@@ -136,13 +142,13 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
         DxgkCbAllocateAdl, DxgkCbFreeAdl, DxgkCbOpenPhysicalMemoryObject,
         DxgkCbClosePhysicalMemoryObject, DxgkCbPinFrameBufferForSave2,
     );
-    i.DxgkCbQueryFeatureSupport = Some(query_feature_support);
-    i.DxgkCbDisconnectDoorbell = Some(ffi::disconnect_doorbell);
-    i.DxgkCbGetHandleData = Some(get_handle_data);
+    i.DxgkCbQueryFeatureSupport = Some(query_feature_support::<M>);
+    i.DxgkCbDisconnectDoorbell = Some(ffi::disconnect_doorbell::<M>);
+    i.DxgkCbGetHandleData = Some(get_handle_data::<M>);
     i.DxgkCbSetPowerComponentActive = Some(ffi::set_power_component_active);
     i.DxgkCbSetPowerComponentIdle = Some(ffi::set_power_component_idle);
     // TDR: the guilty context of an engine reset (crate::vidsch::tdr), by Dxgkrnl's handle.
-    i.DxgkCbInvalidateHwContext = Some(ffi::invalidate_hw_context);
+    i.DxgkCbInvalidateHwContext = Some(ffi::invalidate_hw_context::<M>);
     i
 }
 
@@ -152,9 +158,8 @@ pub fn interface_for(a: &Arc<AdapterShared>) -> DXGKRNL_INTERFACE {
 /// `DxgkCbDisconnectDoorbell` (PASSIVE_LEVEL): the KMD takes a connected doorbell away from its
 /// queue (victimisation, UM-09/UM-20). The OS points the doorbell's CPU VA at the dummy page
 /// and writes the reason to its status page ([`crate::ums`]). No adapter handle: the doorbell
-/// and queue handles identify it.
-fn disconnect_doorbell(args: Option<DXGKARGCB_DISCONNECTDOORBELL>) -> NTSTATUS {
-    let addr = ffi::disconnect_doorbell as *const () as usize;
+/// and queue handles identify it. `addr`: the callback's entry point.
+fn disconnect_doorbell(args: Option<DXGKARGCB_DISCONNECTDOORBELL>, addr: usize) -> NTSTATUS {
     if let Err(b) =
         crate::adapter::irql::check(Routine::DxgkCbDisconnectDoorbell, current_irql(), addr)
     {
@@ -212,8 +217,10 @@ fn set_power_component_idle(handle: HANDLE, component: u32) {
 ///   context found).
 ///
 /// `Ok` is the answer; `Err` hands VidSch's callback the block to act on (none for a NULL one).
+/// `addr`: the callback's entry point.
 fn invalidate_hw_context(
     args: Option<DXGKARGCB_INVALIDATEHWCONTEXT>,
+    addr: usize,
 ) -> Result<NTSTATUS, Option<DXGKARGCB_INVALIDATEHWCONTEXT>> {
     let Some(read) = args else {
         return Err(None);
@@ -221,7 +228,6 @@ fn invalidate_hw_context(
     let Some(a) = AdapterShared::from_handle(read.hAdapter) else {
         return Err(Some(read));
     };
-    let addr = ffi::invalidate_hw_context as *const () as usize;
     if let Err(b) =
         crate::adapter::irql::check(Routine::DxgkCbInvalidateHwContext, current_irql(), addr)
     {

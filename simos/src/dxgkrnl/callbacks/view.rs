@@ -1,10 +1,96 @@
-//! What the callback handlers see of the driver's pointers: the driver->OS FFI
-//! ([`super::ffi`]) implements these over the raw pointers it took once, and passes each
-//! handler its own entry point's address (bug-check parameters). The handlers name nothing of
-//! the FFI, so they sit below it.
+//! What the callback handlers see of the driver's pointers, and how the entry points reach
+//! the memory behind them. A child of the driver->OS FFI ([`super`], `ffi.rs`): only the FFI's
+//! entry points make a [`DriverPtr`] (from the pointer the driver passed the call), and pass
+//! each handler its own entry point's address (bug-check parameters); the handlers name
+//! nothing of the FFI. Everything here is safe code over those pointers.
+
+use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 use rvgpu_ddi::basic::{BOOLEAN, HANDLE, INTERFACE};
-use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
+use rvgpu_ddi::interrupt::{DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED};
+
+use crate::adapter::context::raise;
+use crate::base::bugcheck::BugCheck;
+
+/// A non-null pointer the driver passed a callback, for that call. Made only by the FFI's
+/// entry points, so [`super::Direct`] may take it as the DDI's contract makes it: valid for
+/// its type.
+pub(crate) struct DriverPtr<T>(NonNull<T>);
+
+impl<T> Clone for DriverPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DriverPtr<T> {}
+
+impl<T> DriverPtr<T> {
+    /// The driver's pointer `p` (`None` when null).
+    pub(super) fn new(p: *mut T) -> Option<Self> {
+        NonNull::new(p).map(DriverPtr)
+    }
+
+    /// The pointer.
+    pub(crate) fn get(self) -> NonNull<T> {
+        self.0
+    }
+}
+
+/// `len` `T`s the driver passed a callback, from a [`DriverPtr`]: made as it is.
+pub(crate) struct DriverArray<T> {
+    at: DriverPtr<T>,
+    len: usize,
+}
+
+impl<T> Clone for DriverArray<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DriverArray<T> {}
+
+impl<T> DriverArray<T> {
+    /// The `len` `T`s the driver declared at `at`.
+    pub(super) fn new(at: DriverPtr<T>, len: usize) -> Self {
+        DriverArray { at, len }
+    }
+
+    /// The first `n` of them (`None`: more than there are).
+    pub(crate) fn first(self, n: usize) -> Option<Self> {
+        (n <= self.len).then_some(DriverArray {
+            at: self.at,
+            len: n,
+        })
+    }
+
+    /// Where they start and how many there are.
+    pub(crate) fn get(self) -> (NonNull<T>, usize) {
+        (self.at.0, self.len)
+    }
+}
+
+/// How the entry points reach what the driver's pointers name; each is generic over it and
+/// [`super::super::table`] makes the callback table of either kind. The Linux build's driver
+/// is Rust in this process: [`super::Direct`] dereferences. `rvgpu.sys` in the emulator shares
+/// the host's address space, its pointers being whatever the image computed: the PE bridge's
+/// kind (`crate::pe::checked`) copies through the checked copy, and an address the image
+/// cannot reach is bug check 0x50 (`Err`), as 24H2's own access faults there.
+pub(crate) trait DriverMemory: 'static {
+    /// A copy of the `T` at `p`, read by callback `entry`.
+    fn read<T: Copy>(p: DriverPtr<T>, entry: usize) -> Result<T, BugCheck>;
+    /// Writes `v` at `p`.
+    fn write<T: Copy>(p: DriverPtr<T>, v: T, entry: usize) -> Result<(), BugCheck>;
+    /// The `T`s of `a`.
+    fn read_array<'a, T: Copy>(a: DriverArray<T>, entry: usize) -> Result<Cow<'a, [T]>, BugCheck>;
+    /// Runs `f` on the driver's in/out block at `p`; what `f` changed is in the block after.
+    fn update<T: Copy, R>(
+        p: DriverPtr<T>,
+        entry: usize,
+        f: impl FnOnce(&mut T) -> R,
+    ) -> Result<R, BugCheck>;
+}
 
 /// An out-parameter of the driver, checked non-null: written once, whole.
 pub(crate) trait Place<T> {
@@ -12,13 +98,117 @@ pub(crate) trait Place<T> {
     fn write(self, value: T);
 }
 
+/// A place the driver gave the OS to write one value to, through `M`.
+pub(crate) struct Out<T, M> {
+    place: DriverPtr<T>,
+    entry: usize,
+    _memory: PhantomData<M>,
+}
+
+impl<T, M> Out<T, M> {
+    /// The driver's out-parameter `p` of callback `entry`, `None` when it is null.
+    pub(super) fn new(p: *mut T, entry: usize) -> Option<Self> {
+        DriverPtr::new(p).map(|place| Out {
+            place,
+            entry,
+            _memory: PhantomData,
+        })
+    }
+}
+
+impl<T: Copy, M: DriverMemory> Place<T> for Out<T, M> {
+    /// 24H2 writes an out-parameter after its null check only; one `M` cannot write is the
+    /// bug check, raised.
+    fn write(self, value: T) {
+        if let Err(b) = M::write(self.place, value, self.entry) {
+            raise(b);
+        }
+    }
+}
+
+/// `f` on the driver's in/out block `p` (`None` when it is null); `faulted` when `M` cannot
+/// reach it (the bug check raised).
+pub(super) fn with_block<M: DriverMemory, T: Copy, R>(
+    p: *mut T,
+    entry: usize,
+    faulted: R,
+    f: impl FnOnce(Option<&mut T>) -> R,
+) -> R {
+    let Some(p) = DriverPtr::new(p) else {
+        return f(None);
+    };
+    match M::update(p, entry, |b| f(Some(b))) {
+        Ok(r) => r,
+        Err(b) => {
+            raise(b);
+            faulted
+        }
+    }
+}
+
+/// A copy of the driver's input block `p` (`None` when it is null); `Err` when `M` cannot read
+/// it (the bug check raised).
+pub(super) fn copy<M: DriverMemory, T: Copy>(p: *const T, entry: usize) -> Result<Option<T>, ()> {
+    DriverPtr::new(p.cast_mut())
+        .map(|p| M::read(p, entry))
+        .transpose()
+        .map_err(raise)
+}
+
 /// A `DxgkCbNotifyInterrupt` report, copied at the call.
 pub(crate) trait ReportView:
     std::ops::Deref<Target = DXGKARGCB_NOTIFY_INTERRUPT_DATA>
 {
     /// The first `n` handles a native-fence report lists (`None` for another type, a NULL
-    /// array or more than its count).
-    fn signaled_fences(&self, n: usize) -> Option<&[HANDLE]>;
+    /// array or more than its count); `Err` when they cannot be read.
+    fn signaled_fences(&self, n: usize) -> Result<Option<Cow<'_, [HANDLE]>>, BugCheck>;
+}
+
+/// A `DxgkCbNotifyInterrupt` report, copied from the driver at the call.
+pub(crate) struct Report<M> {
+    data: DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+    entry: usize,
+    _memory: PhantomData<M>,
+}
+
+impl<M: DriverMemory> Report<M> {
+    /// A copy of the report `data` of callback `entry` (`None` when null; `Err`: it cannot be
+    /// read, the bug check raised).
+    pub(super) fn copy(
+        data: *const DXGKARGCB_NOTIFY_INTERRUPT_DATA,
+        entry: usize,
+    ) -> Result<Option<Self>, ()> {
+        Ok(copy::<M, _>(data, entry)?.map(|data| Report {
+            data,
+            entry,
+            _memory: PhantomData,
+        }))
+    }
+}
+
+impl<M> std::ops::Deref for Report<M> {
+    type Target = DXGKARGCB_NOTIFY_INTERRUPT_DATA;
+    fn deref(&self) -> &DXGKARGCB_NOTIFY_INTERRUPT_DATA {
+        &self.data
+    }
+}
+
+impl<M: DriverMemory> ReportView for Report<M> {
+    /// 24H2 reads the handles at ISR time without a check of the array
+    /// (`M:VidSchiProcessIsrNativeFenceSignaled` @0x140052784), as this does: the driver
+    /// declares `SignaledNativeFenceCount` of them there.
+    fn signaled_fences(&self, n: usize) -> Result<Option<Cow<'_, [HANDLE]>>, BugCheck> {
+        if self.data.InterruptType != DXGK_INTERRUPT_NATIVE_FENCE_SIGNALED {
+            return Ok(None);
+        }
+        let d = self.data.Anonymous.native_fence_signaled();
+        let declared = DriverPtr::new(d.pSignaledNativeFenceArray)
+            .map(|at| DriverArray::new(at, d.SignaledNativeFenceCount as usize));
+        match declared.and_then(|a| a.first(n)) {
+            Some(a) => M::read_array(a, self.entry).map(Some),
+            None => Ok(None),
+        }
+    }
 }
 
 /// The driver's synchronized routine with its context.
@@ -33,9 +223,9 @@ pub(crate) trait SyncView {
 
 /// The interface buffer of `DxgkCbQueryServices`, non-null.
 pub(crate) trait InterfaceView {
-    /// Its `INTERFACE` header.
-    fn header(&self) -> INTERFACE;
+    /// Its `INTERFACE` header (`Err`: it cannot be read).
+    fn header(&self) -> Result<INTERFACE, BugCheck>;
     /// Fills it with the feature interface of adapter handle `context` when its `Size` is
-    /// exactly that interface's; `false` (nothing written) otherwise.
-    fn write_feature(self, context: HANDLE) -> bool;
+    /// exactly that interface's; `Ok(false)` (nothing written) otherwise.
+    fn write_feature(self, context: HANDLE) -> Result<bool, BugCheck>;
 }
