@@ -443,8 +443,7 @@ impl CallerMemory for HostArrays {
 /// `NoWait`).
 impl CallerProcess for super::process::SimKmt<'_> {
     fn device(&self, h: KmtHandle) -> Option<UmsProcess> {
-        let p = self.process();
-        (h == p.device).then_some(p)
+        self.own_device(h)
     }
     fn object(&self, h: KmtHandle) -> Option<CallerObject> {
         let p = self.process();

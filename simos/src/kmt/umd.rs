@@ -34,9 +34,14 @@ use super::umd_nodes;
 use crate::base::error::STATUS_IO_TIMEOUT;
 use crate::base::lock::lock;
 use crate::sync::fence::{MonitoredFence, NativeFence, NativeFenceDesc, WaitOutcome};
-use crate::ums::{self, DoorbellCpuState};
+use crate::ums::{self, DoorbellCpuState, UmsProcess};
 
 impl SimKmt<'_> {
+    /// The caller's device `h` as the entries look it up: this process's one device.
+    pub(super) fn own_device(&self, h: KmtHandle) -> Option<UmsProcess> {
+        (h == self.p.device).then_some(self.p)
+    }
+
     /// `D3DKMTQueryAdapterInfo(KMTQAITYPE_WDDM_1_2_CAPS)` on the process's adapter: 12 bytes.
     pub fn wddm_1_2_caps(&self) -> Result<[u8; 12], NtStatus> {
         query_adapter_info::process_wddm_1_2_caps(self.m, &self.p)
@@ -53,9 +58,8 @@ impl SimKmt<'_> {
             0
         };
         let mut a = native_fence::D3DKMT_CREATENATIVEFENCE::new(self.p.device, initial, flags);
-        let own = self.p;
         let f = native_fence::nt_dxgk_create_native_fence_internal(self.m, &mut a, |h| {
-            (h == own.device).then_some(own)
+            self.own_device(h)
         })?;
         self.umd_fence(
             &f,
@@ -235,11 +239,10 @@ impl Kmt for SimKmt<'_> {
             Flags: rvgpu_umd::nodes::context_flags(hw),
             ..Default::default()
         };
-        let own = self.p;
         context_virtual::dxgk_create_context_virtual_impl(
             self.m,
             &mut a,
-            |h| (h == own.device).then_some(own),
+            |h| self.own_device(h),
             &context_virtual::NoCallerMemory,
         )?;
         Ok(a.hContext)
@@ -295,8 +298,7 @@ impl Kmt for SimKmt<'_> {
     fn create_allocation_pdd(&self, pdd: &AllocationPdd) -> Result<MappedGpu, NtStatus> {
         let mem = allocation::HostCreate::one(pdd.as_bytes());
         let mut a = mem.structure(self.p.device);
-        let own = self.p;
-        let device = |h| (h == own.device).then_some(own);
+        let device = |h| self.own_device(h);
         allocation::dxgk_create_allocation_internal(self.m, &mut a, device, &mem, |_| Ok(()))?
             .pop()
             .ok_or(NtStatus(STATUS_UNSUCCESSFUL))
@@ -310,12 +312,11 @@ impl Kmt for SimKmt<'_> {
             hAllocation: allocation,
             ..Default::default()
         };
-        let own = self.p;
         lock::dxgk_lock2(
             self.m,
             &mut a,
-            |h| (h == own.device).then_some(own),
-            |h| gpu_va::allocation_device(self.m, &own, h),
+            |h| self.own_device(h),
+            |h| gpu_va::allocation_device(self.m, &self.p, h),
         )
     }
 
@@ -324,12 +325,11 @@ impl Kmt for SimKmt<'_> {
             hDevice: self.p.device,
             hAllocation: allocation,
         };
-        let own = self.p;
         lock::dxgk_unlock2(
             self.m,
             &a,
-            |h| (h == own.device).then_some(own),
-            |h| gpu_va::allocation_device(self.m, &own, h),
+            |h| self.own_device(h),
+            |h| gpu_va::allocation_device(self.m, &self.p, h),
         )
     }
 
@@ -352,13 +352,12 @@ impl Kmt for SimKmt<'_> {
             Flags: u32::from(flags.assume_not_in_use) * allocation::DESTROY_ASSUME_NOT_IN_USE,
             ..Default::default()
         };
-        let own = self.p;
         allocation::dxgk_destroy_allocation2(
             self.m,
             &a,
-            |h| (h == own.device).then_some(own),
+            |h| self.own_device(h),
             |_, _| Ok(list.to_vec()),
-            |h| gpu_va::allocation_device(self.m, &own, h),
+            |h| gpu_va::allocation_device(self.m, &self.p, h),
         )
         .map(drop)
     }
@@ -416,12 +415,11 @@ impl Kmt for SimKmt<'_> {
             Offset: offset,
             Length: length,
         };
-        let own = self.p;
         invalidate_cache::dxgk_invalidate_cache(
             self.m,
             &a,
-            |h| (h == own.device).then_some(own),
-            |h| gpu_va::allocation_device(self.m, &own, h),
+            |h| self.own_device(h),
+            |h| gpu_va::allocation_device(self.m, &self.p, h),
         )
     }
 
@@ -580,10 +578,9 @@ impl Kmt for SimKmt<'_> {
     fn open_native_fence(&self, shared: u64) -> Result<UmdNativeFence, NtStatus> {
         self.thunk()?;
         let mut a = native_fence::D3DKMT_OPENNATIVEFENCEFROMNTHANDLE::new(shared, self.p.device);
-        let own = self.p;
         let f =
             native_fence::nt_dxgk_open_native_fence_from_nt_handle_internal(self.m, &mut a, |h| {
-                (h == own.device).then_some(own)
+                self.own_device(h)
             })?;
         // The report tag from the KMD (the open's private data is not the KMD's on 24H2).
         let mapping = FenceMapping {
@@ -621,10 +618,7 @@ impl Kmt for SimKmt<'_> {
             StateType: device_state::DEVICESTATE_EXECUTION,
             ..Default::default()
         };
-        let own = self.p;
-        device_state::dxgk_get_device_state_internal(self.m, &mut a, |h| {
-            (h == own.device).then_some(own)
-        })?;
+        device_state::dxgk_get_device_state_internal(self.m, &mut a, |h| self.own_device(h))?;
         Ok(DeviceExecutionState(device_state::first_u32(&a)))
     }
 
