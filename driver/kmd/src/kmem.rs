@@ -203,7 +203,7 @@ pub fn try_boxed_slice<P: Platform, T>(
 /// half of what is held, so a removal costs amortised O(1) entries moved, however long the
 /// list (it is drained at DISPATCH_LEVEL). What it may hold is the caller's quota
 /// ([`BACKLOG_PROCESS_BYTES`]).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Backlog {
     words: Vec<u64>,
     runs: Vec<usize>,
@@ -295,7 +295,10 @@ impl Backlog {
 /// Keys and values are kept in two vectors of the same length, index for index: a lookup's
 /// binary search steps through the keys alone (an 8-byte stride for a handle, however large
 /// the value), and touches one value, the one found.
-#[derive(Clone, Debug)]
+///
+/// Not `Clone` outside tests: a clone would allocate infallibly.
+#[derive(Debug)]
+#[cfg_attr(test, derive(Clone))]
 pub struct SortedMap<K, V> {
     keys: Vec<K>,
     values: Vec<V>,

@@ -247,7 +247,7 @@ pub struct NodeRings {
 /// The runlist-side view of the node rings: descriptors fixed at start (read under the
 /// scheduler lock by [`crate::runlist::build`]) and which nodes' rings are parked out of their
 /// runlist (ResetEngine's leave/re-enter, docs/tdr.md#the-kmd step 4).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct NodeSlots {
     descriptors: Vec<QueueDescriptor>,
     parked: u64,
