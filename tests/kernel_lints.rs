@@ -7,6 +7,8 @@
 //!   error under `-D warnings`, as CI runs clippy);
 //! - only the driver core links `alloc`, and its `clippy.toml` repeats the workspace's and bans
 //!   the infallible allocating APIs (so a NULL from the pool is an NTSTATUS, not a bug check);
+//!   none of its types that own a `Vec` or `Box` is `Clone` outside tests (a clone allocates
+//!   infallibly, and no lint can name that one impl);
 //! - kernel source outside test code allows none of these lints except where listed below,
 //!   each with the reason the code there cannot fault at run time.
 
@@ -378,5 +380,57 @@ fn kernel_code_allows_no_panic_lints_but_where_listed() {
         unlisted.is_empty() && stale.is_empty(),
         "allows of kernel lints outside tests: not in ALLOWED (list them with the reason the \
          code cannot fault, or fix the code): {unlisted:?}; listed but gone: {stale:?}"
+    );
+}
+
+/// The driver core's types that own heap memory are not `Clone` outside tests: `Clone` on a
+/// `Vec` or `Box` allocates infallibly, and no lint names that one impl. (A type holding such a
+/// type can derive `Clone` only if it is `Clone`, so the direct holders are the ones to check.)
+#[test]
+fn driver_core_types_owning_heap_memory_are_not_clone() {
+    let mut cloneable = Vec::new();
+    for f in rust_files("driver/kmd/src")
+        .into_iter()
+        .filter(|f| !is_test_file(f))
+    {
+        let text = read(&f);
+        let lines: Vec<&str> = text.lines().collect();
+        let attrs = attributes(&text);
+        for (n, (_, end, attr)) in attrs.iter().enumerate() {
+            let derives_clone = attr.starts_with("#[derive(")
+                && attr
+                    .trim_start_matches("#[derive(")
+                    .trim_end_matches(")]")
+                    .split(',')
+                    .any(|d| d == "Clone");
+            if !derives_clone || in_test_block(&lines, &attrs, n) {
+                continue;
+            }
+            // The item after the attribute block, up to its closing brace or semicolon.
+            let rest = lines[end + 1..].join("\n");
+            let item = match rest.find(['{', ';']) {
+                Some(open) if rest[open..].starts_with('{') => {
+                    let mut depth = 0usize;
+                    let close = rest[open..].char_indices().find(|&(_, c)| {
+                        match c {
+                            '{' => depth += 1,
+                            '}' => depth -= 1,
+                            _ => {}
+                        }
+                        c == '}' && depth == 0
+                    });
+                    &rest[..close.map_or(rest.len(), |(i, _)| open + i + 1)]
+                }
+                Some(semicolon) => &rest[..semicolon],
+                None => "",
+            };
+            if item.contains("Vec<") || item.contains("Box<") {
+                cloneable.push(format!("{f}:{}", end + 2));
+            }
+        }
+    }
+    assert!(
+        cloneable.is_empty(),
+        "types owning heap memory that derive Clone outside tests: {cloneable:?}"
     );
 }
