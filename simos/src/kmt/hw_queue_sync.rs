@@ -32,6 +32,20 @@ const SIGNAL_RESERVED: u32 = 0x7FFF_FFF8;
 /// `D3DDDICB_SIGNALFLAGS` bit 31 (`DXGK_SIGNAL_FLAG_INTERNAL0`, the OS's own).
 const SIGNAL_INTERNAL: u32 = 0x8000_0000;
 
+/// `count` handles at `at`: none is `empty`; else captured as [`handles`] does, above the
+/// pool's bound `no_pool`.
+fn nonempty_handles(
+    mem: &dyn CallerMemory,
+    count: u32,
+    at: u64,
+    [empty, no_pool]: [NtStatus; 2],
+) -> Result<Vec<KmtHandle>, NtStatus> {
+    if count == 0 {
+        return Err(empty);
+    }
+    handles(mem, count, at, no_pool)
+}
+
 /// The objects as VidSch's packets take them, each with its handle and value: a monitored
 /// fence or a native fence of the device alike (24H2's lookups take both as device sync
 /// objects, and VidSch's packets handle the native type, `ums::QueueFence`).
@@ -161,23 +175,17 @@ pub fn dxgk_submit_signal_sync_objects_to_hw_queue_internal(
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     type C = SubmitSignalSyncObjectsToHwQueueCheck;
-    if a.ObjectCount == 0 {
-        return Err(C::ObjectCount.refuse());
-    }
-    let objects = handles(
+    let objects = nonempty_handles(
         mem,
         a.ObjectCount,
         a.ObjectHandleArray,
-        C::HandlesPool.refuse(),
+        [C::ObjectCount, C::HandlesPool].map(C::refuse),
     )?;
-    if a.BroadcastHwQueueCount == 0 {
-        return Err(C::QueueCount.refuse());
-    }
-    let queues = handles(
+    let queues = nonempty_handles(
         mem,
         a.BroadcastHwQueueCount,
         a.BroadcastHwQueueArray,
-        C::QueueHandlesPool.refuse(),
+        [C::QueueCount, C::QueueHandlesPool].map(C::refuse),
     )?;
     let first = queues.first().copied().ok_or(C::QueueCount.refuse())?;
     let p = queue_owner(m, owner, first, C::Queue.refuse())?;
@@ -270,14 +278,11 @@ pub fn dxgk_submit_wait_for_sync_objects_to_hw_queue_internal(
     mem: &dyn CallerMemory,
 ) -> Result<(), NtStatus> {
     type C = SubmitWaitForSyncObjectsToHwQueueCheck;
-    if a.ObjectCount == 0 {
-        return Err(C::ObjectCount.refuse());
-    }
-    let objects = handles(
+    let objects = nonempty_handles(
         mem,
         a.ObjectCount,
         a.ObjectHandleArray,
-        C::HandlesPool.refuse(),
+        [C::ObjectCount, C::HandlesPool].map(C::refuse),
     )?;
     let p = queue_owner(m, owner, a.hHwQueue, C::Queue.refuse())?;
     let sh = device_active(m, &p, C::DeviceActive.refuse())?;
