@@ -247,9 +247,9 @@ fn journal_in_child() -> Result<String, String> {
     }
 }
 
-/// `--windows`, `--without-inf-features`: the Windows every simulated machine plays; prints
-/// which features it enabled for the driver.
-fn choose_windows(cli: &Cli) -> Result<(), String> {
+/// `--windows`, `--without-inf-features`, `--hwsch`: the Windows every simulated machine
+/// plays, set before the driver is chosen so that the driver's test install runs under it.
+fn choose_windows(cli: &Cli) -> Result<rvgpu_whlk::os::OsUnderTest, String> {
     let os = rvgpu_whlk::os::OsUnderTest {
         windows: match &cli.windows {
             Some(w) => rvgpu_simos::Windows::parse(w)?,
@@ -265,6 +265,11 @@ fn choose_windows(cli: &Cli) -> Result<(), String> {
     rvgpu_whlk::os::set(os);
     // Machines the harness configures without `rvgpu_whlk::os::apply` play it too.
     rvgpu_simos::Windows::set_default(os.windows);
+    Ok(os)
+}
+
+/// Prints which features the chosen Windows enabled for the chosen driver.
+fn print_features(os: rvgpu_whlk::os::OsUnderTest) -> Result<(), String> {
     let features = rvgpu_whlk::os::enabled_features()?
         .iter()
         .map(|(name, v)| format!("{name} v{v}"))
@@ -474,6 +479,20 @@ fn main() -> ExitCode {
         eprintln!("rvgpu-whlk: no case matches the filter and requirements");
         return ExitCode::from(2);
     }
+    let windows = if matches!(cli.backend, BackendKind::Windows) {
+        None
+    } else {
+        match choose_windows(&cli) {
+            Ok(os) => Some(os),
+            Err(e) => {
+                eprintln!(
+                    "rvgpu-whlk: --windows {}: {e}",
+                    cli.windows.as_deref().unwrap_or("(RVGPU_WINDOWS)")
+                );
+                return ExitCode::from(2);
+            }
+        }
+    };
     #[cfg(target_os = "linux")]
     if let Err(e) = choose_driver(&cli.driver) {
         eprintln!("rvgpu-whlk: --driver {}: {e}", cli.driver);
@@ -486,8 +505,8 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    if !matches!(cli.backend, BackendKind::Windows) {
-        if let Err(e) = choose_windows(&cli) {
+    if let Some(os) = windows {
+        if let Err(e) = print_features(os) {
             eprintln!(
                 "rvgpu-whlk: --windows {}: {e}",
                 cli.windows.as_deref().unwrap_or("(RVGPU_WINDOWS)")
