@@ -5,10 +5,14 @@
 
 mod common;
 
-use common::ums::{events_of, gated_queue, position, raw_queue};
+use common::ums::{connected_raw_queue, events_of, gated_queue, position, raw_queue};
 use common::*;
-use rvgpu_ddi::dxgkrnl::D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT;
+use rvgpu_ddi::dxgkrnl::{
+    D3DDDI_DOORBELLSTATUS_CONNECTED, D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
+    D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT,
+};
 use rvgpu_ddi::ntstatus::STATUS_INVALID_PARAMETER;
+use rvgpu_simos::machine::answers::OsDisconnects;
 use rvgpu_simos::{Mode, UmsEvent};
 use rvgpu_umd::kmt::{AllocationCpu, Kmt, NtStatus};
 
@@ -78,5 +82,51 @@ fn um_07_destroy_context_under_running_user_mode_work() {
     no_fault(&m);
     std::mem::forget(q);
     drop((gate, t));
+    exits_clean(&m, &p);
+}
+
+/// UM-07, what a UMD thread sees while the OS destroys its connected doorbell. 24H2
+/// (`K:DXGDOORBELL::DestroyCoreState` @0x1401D804C) calls `DxgkDdiDisconnectDoorbell` while
+/// the status page still reads connected and the VA still reaches the physical doorbell, and
+/// writes ABORT only after `DxgkDdiDestroyDoorbell`; by the pages the simulated OS writes the
+/// status and remaps first, as for every OS-initiated disconnect. Either way the status ends
+/// ABORT and the VA on the dummy page.
+#[test]
+fn um_07_doorbell_destroy_orders_status_and_driver_disconnect_as_the_reading_does() {
+    use std::sync::{Arc, Mutex};
+    let m = with_doorbells(Mode::Step, 2);
+    let (p, k) = user_process(&m);
+    let q = connected_raw_queue(&m, &k, 0);
+    let cpu = q.doorbell.cpu.state().clone();
+    let seen = Arc::new(Mutex::new(None));
+    let record = Arc::clone(&seen);
+    rvgpu_simos::ums::before_next_os_disconnect_ddi(m.id(), move || {
+        let (_, physical) = cpu.write_counts();
+        cpu.ring(0);
+        let reached = cpu.write_counts().1 - physical;
+        *record.lock().unwrap() = Some((cpu.status(), reached));
+    });
+    okk(&m, k.destroy_doorbell(q.doorbell.handle));
+    let (status, reached) = seen
+        .lock()
+        .unwrap()
+        .expect("the destroy disconnected the doorbell");
+    if m.os_config().windows.reading().os_disconnects == OsDisconnects::OnDestroyOnly {
+        assert!(
+            status == D3DDDI_DOORBELLSTATUS_CONNECTED
+                || status == D3DDDI_DOORBELLSTATUS_CONNECTED_NOTIFY_KMD,
+            "24H2: status {status} at the driver's disconnect"
+        );
+        assert_eq!(reached, 1, "24H2: the ring reached the physical doorbell");
+    } else {
+        assert_eq!(status, D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT);
+        assert_eq!(reached, 0, "the ring landed on the dummy page");
+    }
+    let after = q.doorbell.cpu.state();
+    assert_eq!(after.status(), D3DDDI_DOORBELLSTATUS_DISCONNECTED_ABORT);
+    assert_eq!(after.mapped_page(), None);
+    no_fault(&m);
+    okk(&m, k.destroy_hw_queue(q.queue.handle));
+    std::mem::forget(q);
     exits_clean(&m, &p);
 }

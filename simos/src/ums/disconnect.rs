@@ -17,7 +17,7 @@ use crate::adapter::AdapterShared;
 use crate::base::error::SimError;
 use crate::base::lock::lock;
 use crate::ob::KmtHandle;
-use crate::os::answers::VictimDisconnect;
+use crate::os::answers::{OsDisconnects, VictimDisconnect};
 
 use crate::state::ums::events::UmsEvent;
 use crate::state::ums::{kernel_handle, DoorbellState};
@@ -59,12 +59,25 @@ pub fn before_next_disconnect_callback(machine_id: u64, f: impl FnOnce() + Send 
     lock(&CALLBACK_HOOKS).push((machine_id, Box::new(f)));
 }
 
+/// One-shot actions to run just before the next OS-initiated `DxgkDdiDisconnectDoorbell` on
+/// a machine (what a UMD thread sees while the OS disconnects its doorbell).
+static OS_DISCONNECT_HOOKS: Mutex<Vec<(u64, TestHook)>> = Mutex::new(Vec::new());
+
+/// Runs `f` just before the next OS-initiated `DxgkDdiDisconnectDoorbell` on machine
+/// `machine_id`, on the thread that calls it.
+pub fn before_next_os_disconnect_ddi(machine_id: u64, f: impl FnOnce() + Send + 'static) {
+    lock(&OS_DISCONNECT_HOOKS).push((machine_id, Box::new(f)));
+}
+
 pub(super) fn run_test_hook() {
-    let Some(id) = crate::adapter::context::current_machine().map(|m| m.id()) else {
-        return;
-    };
+    if let Some(id) = crate::adapter::context::current_machine().map(|m| m.id()) {
+        run_hook(&CALLBACK_HOOKS, id);
+    }
+}
+
+fn run_hook(hooks: &Mutex<Vec<(u64, TestHook)>>, id: u64) {
     let hook = {
-        let mut h = lock(&CALLBACK_HOOKS);
+        let mut h = lock(hooks);
         h.iter().position(|(m, _)| *m == id).map(|i| h.remove(i).1)
     };
     if let Some(f) = hook {
@@ -72,8 +85,8 @@ pub(super) fn run_test_hook() {
     }
 }
 
-/// An OS-initiated disconnect of a connected doorbell: the status page gets `reason`, the CPU
-/// VA the dummy page, then `DxgkDdiDisconnectDoorbell`.
+/// An OS-initiated disconnect of a connected doorbell. By the pages: the status page gets
+/// `reason`, the CPU VA the dummy page, then `DxgkDdiDisconnectDoorbell`.
 ///
 /// Microsoft describes the remap and the status write as happening on return from the DDI.
 /// With that order a UMD that rings after the KMD unbound the page and before the OS wrote the
@@ -82,23 +95,32 @@ pub(super) fn run_test_hook() {
 /// instead: status first (a ring through the still-physical VA still reaches the still-bound
 /// queue, and the UMD then reconnects harmlessly), then the dummy page, then the DDI. The KMD
 /// cannot observe the difference.
+///
+/// 24H2 disconnects only in a doorbell's destroy (`K:DXGDOORBELL::DestroyCoreState`
+/// @0x1401D804C): the DDI alone, while the status page still reads connected and the VA still
+/// reaches the physical doorbell; the status becomes ABORT and the VA goes only after
+/// `DxgkDdiDestroyDoorbell` ([`super::doorbell::destroy_doorbell`]).
 pub(crate) fn os_disconnect(
     a: &AdapterShared,
     h: KmtHandle,
     reason: D3DDDI_DOORBELLSTATUS,
 ) -> Result<(), SimError> {
+    let in_destroy_only = a.os.windows.reading().os_disconnects == OsDisconnects::OnDestroyOnly;
     let kmd = {
         let os = lock(&a.ums);
         match os.doorbells.get(&h) {
             Some(d) if matches!(d.state, DoorbellState::Connected { .. }) => {
-                d.cpu.status.store(reason, Ordering::Release);
-                d.cpu.to_dummy();
+                if !in_destroy_only {
+                    d.cpu.status.store(reason, Ordering::Release);
+                    d.cpu.to_dummy();
+                }
                 d.kmd
             }
             _ => return Ok(()),
         }
     };
     let f = needed_ddi!(a, DxgkDdiDisconnectDoorbell, "has doorbells")?;
+    run_hook(&OS_DISCONNECT_HOOKS, a.state.id());
     let mut args = DXGKARG_DISCONNECTDOORBELL {
         hDoorbell: kmd as HANDLE,
         Flags: DXGKARG_DISCONNECTDOORBELL_FLAGS::default(),
