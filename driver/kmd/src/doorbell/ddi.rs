@@ -39,16 +39,12 @@
 //! processes on 4 doorbells; binding after the callback, in none of 150.)
 //!
 //! **OS-initiated disconnects** follow the OS's order: the DDI unbinds (the contract and the
-//! simulated OS require the page unbound when it returns), and Dxgkrnl remaps the VA and
-//! writes `DISCONNECTED_RETRY` after it returns. A ring in between hits an unbound page while
-//! the status still reads `CONNECTED`. The DDI kicks the queue after unbinding, which collects
-//! rings up to the kick; a ring after it is lost until the UMD's next ring or reconnect. Only
-//! the OS can close that window (remap and write the status before calling the DDI): with that
-//! order a threaded F1 test never lost work in 100 runs, with the documented order it did in
-//! about 1 run of 40.
-//! Likewise the OS must write the status before it points the VA at the dummy page (in the
-//! callback as well): a ring on the dummy page followed by a `CONNECTED` read is lost whatever
-//! the KMD does (docs/usermode-submission.md, "Status before dummy page").
+//! simulated OS require the page unbound when it returns) and kicks the queue, which collects
+//! rings up to the kick. Where the OS remaps the VA and writes the status only after the DDI
+//! returns, a ring in between hits an unbound page while the status still reads `CONNECTED`
+//! and waits for the UMD's next ring or reconnect: no KMD can close that window on this device.
+//! Which order each reading of Windows uses, and why, is in docs/usermode-submission.md
+//! ("Orders that lose work").
 //!
 //! **Destroy waits for a callback in flight.** The callback is made with no lock held, so the
 //! victim's `DestroyDoorbell` can run meanwhile. Once it has returned the KMD must never name
