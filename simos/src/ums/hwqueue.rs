@@ -66,7 +66,8 @@ pub(super) fn destroy_hw_queue(
         .and_then(|q| q.native_progress.clone());
     // MF-03: held work never reaches the KMD; the queue's GPU waits are dropped.
     drop_held_work(a, h);
-    let _q = lock(&lock_q.submit);
+    // From here no submission reaches the KMD (`HwqSched::submit`).
+    *lock(&lock_q.submit) = true;
     // The queue is off the runlist; read what its logs still hold.
     crate::sync::fencelog::queue_destroying(a, kmd)?;
     destroy_kmd!(a, table(a)?, DxgkDdiDestroyHwQueue, "queue", kmd)?;
@@ -726,7 +727,15 @@ fn submit_to_driver(
     let (progress_gpu, progress_cpu) = t.progress.as_ref().map_or((0, std::ptr::null_mut()), |p| {
         (p.gpu_va(), p.kernel_va() as PVOID)
     });
-    let _q = lock(&t.submit);
+    #[cfg(test)]
+    tests::before_submit_lock(a);
+    let destroyed = lock(&t.submit);
+    if *destroyed {
+        // The queue was destroyed after this submission found it: the handle is gone, as a
+        // lookup after the destroy finds it (`K:DxgkSubmitCommandToHwQueueInternal`
+        // @0x1402C5A10 refuses an unknown hHwQueue with 0xC000000D).
+        return Err(SimError::DdiFailed(STATUS_INVALID_PARAMETER));
+    }
     let f = t.submit_ddi.map_or_else(not_supported, Ok)?;
     let args = DXGKARG_SUBMITCOMMANDTOHWQUEUE {
         hHwQueue: t.kmd as HANDLE,
@@ -948,3 +957,6 @@ pub(crate) fn destroy_context_thunk(
     reap_progress_fences(m, a)?;
     m.reap_system_pages(a)
 }
+
+#[cfg(test)]
+mod tests;

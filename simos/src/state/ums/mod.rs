@@ -458,8 +458,10 @@ pub(crate) struct HwqSched {
     pub(crate) kicked: std::sync::atomic::AtomicBool,
     pub(crate) st: Mutex<HwqSchedState>,
     /// Held across each `DxgkDdiSubmitCommandToHwQueue` on the queue, and by its destroy
-    /// before `DxgkDdiDestroyHwQueue`: no submission reaches the KMD after the destroy.
-    pub(crate) submit: Mutex<()>,
+    /// across `DxgkDdiDestroyHwQueue`; `true` once the destroy has begun, so that a submission
+    /// which found the queue before the destroy and waited here never hands the KMD the
+    /// destroyed `hHwQueue`.
+    pub(crate) submit: Mutex<bool>,
     /// The last progress value the OS accepted for the queue (submitted or held): raised
     /// with `fetch_max` (AcqRel), a held submission's under [`Self::st`] together with its
     /// entry, a direct one's without the lock once the KMD took it; a signal reads it
