@@ -607,7 +607,7 @@ pub(crate) fn destroy_hw_queue_thunk(
 
 /// Queue `h` destroyed as `K:DXGHWQUEUE::DestroyCoreState` @0x1402CDD74 destroys it, under
 /// the device's lock: its doorbell first (`K:DXGDOORBELL::DestroyCoreState` @0x1401D804C:
-/// `DxgkDdiDisconnectDoorbell` if connected, status ABORT, then `DxgkDdiDestroyDoorbell`),
+/// `DxgkDdiDisconnectDoorbell` if connected, `DxgkDdiDestroyDoorbell`, then status ABORT),
 /// then the queue (`DxgkDdiDestroyHwQueue`), then its progress fence.
 pub(super) fn destroy_hw_queue_with_doorbell(
     m: &dyn UmsHost,
