@@ -959,4 +959,5 @@ pub(crate) fn destroy_context_thunk(
 }
 
 #[cfg(test)]
+#[path = "hwqueue_tests.rs"]
 mod tests;
