@@ -12,7 +12,7 @@
 //! image's machine code. In the other direction, the `DXGKRNL_INTERFACE` handed to
 //! `DxgkDdiStartDevice` (and the feature interface `DxgkCbQueryServices` returns) point at stubs
 //! that run the simulated callbacks, of the kind that reads the image's pointers through the
-//! checked copy ([`checked`]). Register BARs the image maps are emulated MMIO regions
+//! checked copy (`checked`). Register BARs the image maps are emulated MMIO regions
 //! routed to the same device model the Linux build reaches. A debugger attaches through
 //! [`gdb`] (`RVGPU_GDB`).
 
@@ -455,7 +455,7 @@ impl PeImage {
     /// The callback table for StartDevice as the image sees it: every callback a stub. The
     /// callbacks are those of the table Dxgkrnl hands a linked driver (`i`, which
     /// `callbacks::interface_for` makes), slot for slot, of the kind that reads the image's
-    /// pointers through the checked copy ([`checked::Checked`]).
+    /// pointers through the checked copy (`checked::Checked`).
     pub fn translate_interface(self: &Arc<Self>, i: &DXGKRNL_INTERFACE) -> *mut DXGKRNL_INTERFACE {
         let mut t = Box::new(crate::dxgkrnl::callbacks::table::<checked::Checked>(
             i.DeviceHandle,
