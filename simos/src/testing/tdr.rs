@@ -10,10 +10,7 @@ use rvgpu_ddi::basic::*;
 use rvgpu_ddi::hws::{DXGKARG_RESUMEHWENGINE, PDXGKDDI_RESUMEHWENGINE};
 use rvgpu_ddi::init::DRIVER_INITIALIZATION_DATA;
 use rvgpu_ddi::interrupt::DXGKARGCB_NOTIFY_INTERRUPT_DATA;
-use rvgpu_ddi::tdr::{
-    DXGKARG_PREEMPTCOMMAND, DXGKARG_RESETENGINE, DXGKARG_SUBMITCOMMANDVIRTUAL,
-    PDXGKDDI_RESETENGINE, PDXGKDDI_SUBMITCOMMANDVIRTUAL,
-};
+use rvgpu_ddi::tdr::{DXGKARG_PREEMPTCOMMAND, DXGKARG_RESETENGINE, PDXGKDDI_RESETENGINE};
 
 use crate::adapter::ddi::{in_table, SlotType};
 use crate::adapter::irq::Servant;
@@ -159,46 +156,18 @@ pub fn preempt_claims(last: u32) {
     CLAIMED.store(last, Ordering::Release);
 }
 
-/// The driver's real `DxgkDdiSubmitCommandVirtual`, and how long the wrapper holds the next
-/// submission before the driver sees it (milliseconds; 0: none). Process-wide, as above.
-static REAL_SUBMIT: Saved<<PDXGKDDI_SUBMITCOMMANDVIRTUAL as SlotType>::F> = Saved::new();
-static SUBMIT_STALL_MS: AtomicU64 = AtomicU64::new(0);
-
-struct StalledSubmit;
-impl HandleRefStandIn for StalledSubmit {
-    type Block = DXGKARG_SUBMITCOMMANDVIRTUAL;
-    fn run(ctx: HANDLE, a: &DXGKARG_SUBMITCOMMANDVIRTUAL) -> NTSTATUS {
-        let ms = SUBMIT_STALL_MS.swap(0, Ordering::AcqRel);
-        std::thread::sleep(Duration::from_millis(ms));
-        REAL_SUBMIT
-            .call((ctx, a))
-            .unwrap_or(rvgpu_ddi::ntstatus::STATUS_UNSUCCESSFUL)
-    }
-}
-
-/// Replaces `DxgkDdiSubmitCommandVirtual` with a wrapper that, once [`stall_next_submission`]
-/// asked it, holds the submitting thread before the driver sees the packet: what a host that
-/// does not schedule that thread does. The GPU has nothing new meanwhile.
-pub fn stall_submissions(t: &mut DRIVER_INITIALIZATION_DATA) {
-    if t.DxgkDdiSubmitCommandVirtual.is_some() {
-        REAL_SUBMIT.save(in_table!(t, DxgkDdiSubmitCommandVirtual));
-    }
-    t.DxgkDdiSubmitCommandVirtual = Some(ffi::handle_ref::<StalledSubmit>);
-}
-
-/// The next call of [`stall_submissions`]' wrapper holds its thread for `ms` milliseconds.
-pub fn stall_next_submission(ms: u64) {
-    SUBMIT_STALL_MS.store(ms, Ordering::Release);
-}
-
 /// Test hook (threaded mode): adapter `i`'s interrupt and DPC threads stop for `d` of host
 /// time at their next look, as processors the host does not schedule; returns once both have
-/// stopped (at once in step mode). An interrupt raised meanwhile stays raised, a DPC queued
-/// stays queued, for whoever services them first.
-pub fn starve_interrupt_threads(m: &Machine, i: usize, d: Duration) {
-    let Ok(a) = m.adapter_shared(i) else { return };
+/// stopped, with whether both did (`false` in step mode, which has no such threads, or for a
+/// machine whose threads have stopped). An interrupt raised meanwhile stays raised, a DPC
+/// queued stays queued, for whoever services them first.
+#[must_use]
+pub fn starve_interrupt_threads(m: &Machine, i: usize, d: Duration) -> bool {
+    let Ok(a) = m.adapter_shared(i) else {
+        return false;
+    };
     if m.config().mode != Mode::Threaded {
-        return;
+        return false;
     }
     a.irq.starve(Servant::Isr, d);
     a.irq.starve(Servant::Dpc, d);
@@ -207,7 +176,9 @@ pub fn starve_interrupt_threads(m: &Machine, i: usize, d: Duration) {
     // Each thread takes the request at the top of its next look, within one wait of 20 ms
     // (bounded, for a machine whose threads have stopped).
     let end = Instant::now() + Duration::from_secs(5);
-    while (a.irq.starving(Servant::Isr) || a.irq.starving(Servant::Dpc)) && Instant::now() < end {
+    let pending = || a.irq.starving(Servant::Isr) || a.irq.starving(Servant::Dpc);
+    while pending() && Instant::now() < end {
         std::thread::sleep(Duration::from_micros(200));
     }
+    !pending()
 }

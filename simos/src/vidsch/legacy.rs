@@ -163,8 +163,12 @@ fn submit_packet(
     {
         // Recorded before the call: the completion may be reported before it returns.
         let mut os = lock(&sh.os);
+        let now = os.now();
         let n = os.node(node);
-        n.handing_over(id);
+        if n.s == n.c {
+            n.last_change = now;
+        }
+        n.s = n.s.max(id);
         n.pending.insert(id, p);
     }
     let ctx = a.context();
@@ -181,22 +185,15 @@ fn submit_packet(
                 .handed(&rvgpu_ddi::handover::SUBMIT_COMMAND_VIRTUAL, &args);
             // The buffer stays mapped in the process until the fence ID is retired (an
             // arena's until then; a UMD's, whose destruction AL-03 defers).
-            f.call_unaudited(a, At::Level(Irql::Passive), (ctx, &args))
+            f.call_unaudited(a, At::Level(Irql::Passive), (ctx, &args))?
         }
         Submit::Physical(f, args) => {
             a.observer()
                 .handed(&rvgpu_ddi::handover::SUBMIT_COMMAND, &args);
             // The DMA buffer stays allocated until the fence ID is retired.
-            f.call_unaudited(a, At::Level(Irql::Dispatch), (ctx, &args))
+            f.call_unaudited(a, At::Level(Irql::Dispatch), (ctx, &args))?
         }
     };
-    {
-        // The node's timer starts once the driver has the packet ([`NodeSched::handed`]).
-        let mut os = lock(&sh.os);
-        let now = os.now();
-        os.node(node).handed(id, now);
-    }
-    let status = status?;
     drop(private);
     submit_succeeded(a, status, node, id)?;
     Ok(id)

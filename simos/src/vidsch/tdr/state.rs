@@ -280,39 +280,6 @@ pub(crate) struct NodeSched {
     /// The last completed fence at which the watchdog asked `DxgkDdiQueryCurrentFence`
     /// whether a completion interrupt was lost (once per stall, before a timeout counts).
     pub queried_c: Option<u32>,
-    /// The fence ID whose submission DDI is running (the submission lock lets one run at a
-    /// time): recorded in flight, perhaps not yet on the GPU.
-    pub handing: Option<u32>,
-}
-
-impl NodeSched {
-    /// Fence `id` is recorded in flight before its submission DDI is called (its completion
-    /// may be reported before the call returns).
-    pub(crate) fn handing_over(&mut self, id: u32) {
-        self.s = self.s.max(id);
-        self.handing = Some(id);
-    }
-
-    /// The submission DDI of fence `id` returned at `now`. When every packet before it has
-    /// completed, the node's timer starts here: before, the GPU had nothing of the node's to
-    /// be late on. On Windows the handover takes microseconds against a timeout of seconds
-    /// (`DxgkDdiSubmitCommand` runs at DISPATCH_LEVEL, where no thread scheduler takes the
-    /// processor); here the host may leave the submitting thread unscheduled for longer than
-    /// the timeout while the GPU idles, and an idle GPU's wait is machine time.
-    pub(crate) fn handed(&mut self, id: u32, now: u64) {
-        self.handing = None;
-        if self.c.wrapping_add(1) == id {
-            self.last_change = now;
-        }
-    }
-
-    /// Whether the node's work is late at `now`: the GPU holds work of it that has not moved
-    /// for `timeout`. Work still being handed over is not the GPU's yet.
-    pub(crate) fn overdue(&self, now: u64, timeout: u64) -> bool {
-        self.s > self.c
-            && self.handing != Some(self.c.wrapping_add(1))
-            && now.saturating_sub(self.last_change) >= timeout
-    }
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -79,7 +79,7 @@ pub(crate) fn run_passive(a: &AdapterShared, irq: &dyn Interrupts) -> bool {
             cause = Some(Cause::Faulted { fence: f });
         } else if std::mem::take(&mut n.hung) {
             cause = Some(Cause::EngineHung);
-        } else if n.overdue(now, timeout) {
+        } else if n.s > n.c && now.saturating_sub(n.last_change) >= timeout {
             let (s, c) = (n.s, n.c);
             // What the device already reported is serviced before the verdict: on Windows the
             // ISR preempts at device IRQL and the DPC it queues runs before that processor
@@ -90,7 +90,8 @@ pub(crate) fn run_passive(a: &AdapterShared, irq: &dyn Interrupts) -> bool {
             let serviced = service_pending(a, irq);
             os = lock(&sh.os);
             let n = os.node(node);
-            if serviced && !(n.c == c && n.overdue(now, timeout)) {
+            if serviced && !(n.s > n.c && n.c == c && now.saturating_sub(n.last_change) >= timeout)
+            {
                 return true;
             }
             let asks = a.os.windows.reading().lost_fence == LostFence::Asked;
@@ -116,7 +117,7 @@ pub(crate) fn run_passive(a: &AdapterShared, irq: &dyn Interrupts) -> bool {
                 }
                 // The state lock was released for the call: decide on what holds now.
                 let n = os.node(node);
-                if !(n.c == c && n.overdue(now, timeout)) {
+                if !(n.s > n.c && n.c == c && now.saturating_sub(n.last_change) >= timeout) {
                     return true;
                 }
             }
