@@ -94,7 +94,8 @@ fn run_hook(hooks: &Mutex<Vec<(u64, TestHook)>>, id: u64) {
 /// does (the page must be free when the DDI returns). The simulation uses the lossless order
 /// instead: status first (a ring through the still-physical VA still reaches the still-bound
 /// queue, and the UMD then reconnects harmlessly), then the dummy page, then the DDI. The KMD
-/// cannot observe the difference.
+/// cannot observe the difference. (A threaded F1 test lost work in about 1 run of 40 with
+/// Microsoft's order, in none of 100 with this one.)
 ///
 /// 24H2 disconnects only in a doorbell's destroy (`K:DXGDOORBELL::DestroyCoreState`
 /// @0x1401D804C): the DDI alone, while the status page still reads connected and the VA still

@@ -66,12 +66,16 @@ pub(super) fn destroy_hw_queue(
         .and_then(|q| q.native_progress.clone());
     // MF-03: held work never reaches the KMD; the queue's GPU waits are dropped.
     drop_held_work(a, h);
-    // From here no submission reaches the KMD (`HwqSched::submit`).
-    *lock(&lock_q.submit) = true;
-    // The queue is off the runlist; read what its logs still hold.
-    crate::sync::fencelog::queue_destroying(a, kmd)?;
-    destroy_kmd!(a, table(a)?, DxgkDdiDestroyHwQueue, "queue", kmd)?;
-    crate::sync::fencelog::queue_destroyed(a, kmd)?;
+    {
+        // No submission reaches the KMD from here (`HwqSched::submit`), nor runs beside the
+        // destroy.
+        let mut destroyed = lock(&lock_q.submit);
+        // The queue is off the runlist; read what its logs still hold.
+        crate::sync::fencelog::queue_destroying(a, kmd)?;
+        *destroyed = true;
+        destroy_kmd!(a, table(a)?, DxgkDdiDestroyHwQueue, "queue", kmd)?;
+        crate::sync::fencelog::queue_destroyed(a, kmd)?;
+    }
     {
         let mut os = lock(&a.ums);
         if let Some(q) = os.queues.remove(&h) {

@@ -458,7 +458,7 @@ pub(crate) struct HwqSched {
     pub(crate) kicked: std::sync::atomic::AtomicBool,
     pub(crate) st: Mutex<HwqSchedState>,
     /// Held across each `DxgkDdiSubmitCommandToHwQueue` on the queue, and by its destroy
-    /// across `DxgkDdiDestroyHwQueue`; `true` once the destroy has begun, so that a submission
+    /// across `DxgkDdiDestroyHwQueue`; `true` from just before that DDI, so that a submission
     /// which found the queue before the destroy and waited here never hands the KMD the
     /// destroyed `hHwQueue`.
     pub(crate) submit: Mutex<bool>,
