@@ -626,7 +626,7 @@ fn read_image<T: Copy>(at: u64) -> Option<T> {
 /// Writes `v` to the image's memory at `at` through the checked copy (bug check 0x50 when it
 /// cannot be written).
 fn write_image<T: Copy>(at: u64, v: &T) {
-    if let Err(b) = checked::write_bytes(at, &checked::bytes_of(v), 0) {
+    if let Err(b) = checked::write_value(at, v, 0) {
         context::raise(b);
     }
 }

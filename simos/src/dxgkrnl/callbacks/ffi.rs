@@ -29,7 +29,9 @@ use rvgpu_kmd::platform::{Irql, Platform};
 #[path = "view.rs"]
 pub(crate) mod view;
 
-use self::view::{copy, with_block, DriverArray, DriverMemory, DriverPtr, InterfaceView, Out};
+use self::view::{
+    copy, with_block, Call, DriverArray, DriverMemory, DriverPtr, InterfaceView, Out,
+};
 use self::view::{Report, SyncView};
 use super::{device, feature, handle_data, interrupt, sync, FailValue};
 use crate::adapter::context::raise;
@@ -43,28 +45,31 @@ pub(crate) enum Direct {}
 // entry point here only; the in-process driver's is valid for its type (the DDI's contract),
 // and not otherwise referenced during the call.
 impl DriverMemory for Direct {
-    fn read<T: Copy>(p: DriverPtr<T>, _entry: usize) -> Result<T, BugCheck> {
+    fn read<T: Copy>(p: DriverPtr<'_, T>, _entry: usize) -> Result<T, BugCheck> {
         // SAFETY: see the impl.
         Ok(unsafe { p.get().as_ptr().read() })
     }
 
-    fn write<T: Copy>(p: DriverPtr<T>, v: T, _entry: usize) -> Result<(), BugCheck> {
+    fn write<T: Copy>(p: DriverPtr<'_, T>, v: T, _entry: usize) -> Result<(), BugCheck> {
         // SAFETY: see the impl.
         unsafe { p.get().as_ptr().write(v) };
         Ok(())
     }
 
-    fn read_array<'a, T: Copy>(a: DriverArray<T>, _entry: usize) -> Result<Cow<'a, [T]>, BugCheck> {
+    fn read_array<'call, T: Copy>(
+        a: DriverArray<'call, T>,
+        _entry: usize,
+    ) -> Result<Cow<'call, [T]>, BugCheck> {
         let (at, n) = a.get();
-        // SAFETY: see the impl; the driver declared at least `n` of them, alive for the call
-        // the result is used in.
+        // SAFETY: see the impl; the driver declared at least `n` of them, alive for the call,
+        // which the slice's lifetime is.
         Ok(Cow::Borrowed(unsafe {
             std::slice::from_raw_parts(at.as_ptr(), n)
         }))
     }
 
     fn update<T: Copy, R>(
-        p: DriverPtr<T>,
+        p: DriverPtr<'_, T>,
         _entry: usize,
         f: impl FnOnce(&mut T) -> R,
     ) -> Result<R, BugCheck> {
@@ -89,7 +94,8 @@ pub(super) unsafe extern "system" fn get_device_information<M: DriverMemory>(
     info: PDXGK_DEVICE_INFO,
 ) -> NTSTATUS {
     let entry = entry!(get_device_information::<M>);
-    device::get_device_information(handle, Out::<_, M>::new(info, entry), entry)
+    let call = Call::new(entry);
+    device::get_device_information(handle, Out::<_, M>::new(&call, info), entry)
 }
 
 /// `DxgkCbMapMemory`.
@@ -103,13 +109,14 @@ pub(super) unsafe extern "system" fn map_memory<M: DriverMemory>(
     virtual_address: *mut PVOID,
 ) -> NTSTATUS {
     let entry = entry!(map_memory::<M>);
+    let call = Call::new(entry);
     device::map_memory(
         handle,
         translated,
         length,
         in_io_space,
         map_to_user_mode,
-        Out::<_, M>::new(virtual_address, entry),
+        Out::<_, M>::new(&call, virtual_address),
         entry,
     )
 }
@@ -136,7 +143,8 @@ pub(super) unsafe extern "system" fn notify_interrupt<M: DriverMemory>(
     data: *const DXGKARGCB_NOTIFY_INTERRUPT_DATA,
 ) {
     let entry = entry!(notify_interrupt::<M>);
-    if let Ok(report) = Report::<M>::copy(data, entry) {
+    let call = Call::new(entry);
+    if let Ok(report) = Report::<M>::copy(&call, data) {
         interrupt::notify_interrupt(handle, report, entry)
     }
 }
@@ -160,12 +168,13 @@ pub(super) unsafe extern "system" fn synchronize_execution<M: DriverMemory>(
     return_value: *mut BOOLEAN,
 ) -> NTSTATUS {
     let entry = entry!(synchronize_execution::<M>);
+    let call = Call::new(entry);
     let routine = routine.map(|f| SyncRoutine { f, context });
     sync::synchronize_execution(
         handle,
         routine,
         message_number,
-        Out::<_, M>::new(return_value, entry),
+        Out::<_, M>::new(&call, return_value),
         entry,
     )
 }
@@ -177,10 +186,11 @@ pub(super) unsafe extern "system" fn query_services<M: DriverMemory>(
     interface: PINTERFACE,
 ) -> NTSTATUS {
     let entry = entry!(query_services::<M>);
+    let call = Call::new(entry);
     feature::query_services(
         handle,
         services,
-        DriverPtr::new(interface).map(|place| InterfaceBuffer::<M> {
+        DriverPtr::new(&call, interface).map(|place| InterfaceBuffer::<M> {
             place,
             entry,
             _memory: PhantomData,
@@ -205,7 +215,8 @@ pub(super) unsafe extern "system" fn is_feature_enabled<M: DriverMemory>(
     args: *mut DXGKARGCB_ISFEATUREENABLED2,
 ) -> NTSTATUS {
     let entry = entry!(is_feature_enabled::<M>);
-    with_block::<M, _, _>(args, entry, STATUS_UNSUCCESSFUL, |args| {
+    let call = Call::new(entry);
+    with_block::<M, _, _>(&call, args, STATUS_UNSUCCESSFUL, |args| {
         feature::is_feature_enabled(handle, args, entry)
     })
 }
@@ -218,7 +229,8 @@ pub(super) unsafe extern "system" fn query_feature_interface<M: DriverMemory>(
     args: *mut DXGKARGCB_QUERYFEATUREINTERFACE,
 ) -> NTSTATUS {
     let entry = entry!(query_feature_interface::<M>);
-    let answer = with_block::<M, _, _>(args, entry, Err(STATUS_UNSUCCESSFUL), |args| {
+    let call = Call::new(entry);
+    let answer = with_block::<M, _, _>(&call, args, Err(STATUS_UNSUCCESSFUL), |args| {
         let target = args
             .as_ref()
             .map(|a| (a.Interface, usize::from(a.InterfaceSize)));
@@ -234,7 +246,9 @@ pub(super) unsafe extern "system" fn query_feature_interface<M: DriverMemory>(
     let size = std::mem::size_of::<DXGKCBINT_FEATURE_NATIVEFENCE_1>();
     let Some(buffer) = target
         .filter(|&(_, room)| room >= size)
-        .and_then(|(buffer, _)| DriverPtr::new(buffer.cast::<DXGKCBINT_FEATURE_NATIVEFENCE_1>()))
+        .and_then(|(buffer, _)| {
+            DriverPtr::new(&call, buffer.cast::<DXGKCBINT_FEATURE_NATIVEFENCE_1>())
+        })
     else {
         return STATUS_INVALID_PARAMETER;
     };
@@ -253,7 +267,8 @@ pub(super) unsafe extern "system" fn native_fence_get_os_caps<M: DriverMemory>(
     args: *mut DXGKARGCB_FEATURE_NATIVEFENCE_CAPS_1,
 ) -> NTSTATUS {
     let entry = entry!(native_fence_get_os_caps::<M>);
-    feature::native_fence_get_os_caps(Out::<_, M>::new(args, entry), entry)
+    let call = Call::new(entry);
+    feature::native_fence_get_os_caps(Out::<_, M>::new(&call, args), entry)
 }
 
 /// `DxgkCbQueryFeatureSupport`.
@@ -261,7 +276,8 @@ pub(super) unsafe extern "system" fn query_feature_support<M: DriverMemory>(
     args: *mut DXGKARGCB_QUERYFEATURESUPPORT,
 ) -> NTSTATUS {
     let entry = entry!(query_feature_support::<M>);
-    with_block::<M, _, _>(args, entry, STATUS_UNSUCCESSFUL, |args| {
+    let call = Call::new(entry);
+    with_block::<M, _, _>(&call, args, STATUS_UNSUCCESSFUL, |args| {
         feature::query_feature_support(args, entry)
     })
 }
@@ -271,7 +287,8 @@ pub(super) unsafe extern "system" fn get_handle_data<M: DriverMemory>(
     args: *const DXGKARGCB_GETHANDLEDATA,
 ) -> *mut c_void {
     let entry = entry!(get_handle_data::<M>);
-    let Ok(args) = copy::<M, _>(args, entry) else {
+    let call = Call::new(entry);
+    let Ok(args) = copy::<M, _>(&call, args) else {
         return std::ptr::null_mut();
     };
     std::ptr::without_provenance_mut(handle_data::get_handle_data(args, entry))
@@ -282,7 +299,8 @@ pub(super) unsafe extern "system" fn disconnect_doorbell<M: DriverMemory>(
     args: *mut DXGKARGCB_DISCONNECTDOORBELL,
 ) -> NTSTATUS {
     let entry = entry!(disconnect_doorbell::<M>);
-    match copy::<M, _>(args, entry) {
+    let call = Call::new(entry);
+    match copy::<M, _>(&call, args) {
         Ok(args) => super::disconnect_doorbell(args, entry),
         Err(()) => STATUS_UNSUCCESSFUL,
     }
@@ -304,7 +322,8 @@ pub(super) unsafe extern "system" fn invalidate_hw_context<M: DriverMemory>(
     args: *const DXGKARGCB_INVALIDATEHWCONTEXT,
 ) -> NTSTATUS {
     let entry = entry!(invalidate_hw_context::<M>);
-    let Ok(args) = copy::<M, _>(args, entry) else {
+    let call = Call::new(entry);
+    let Ok(args) = copy::<M, _>(&call, args) else {
         return STATUS_UNSUCCESSFUL;
     };
     match super::invalidate_hw_context(args, entry) {
@@ -319,7 +338,8 @@ pub(super) unsafe extern "system" fn allocate_contiguous_memory<M: DriverMemory>
     args: *mut DXGKARGCB_ALLOCATECONTIGUOUSMEMORY,
 ) -> NTSTATUS {
     let entry = entry!(allocate_contiguous_memory::<M>);
-    with_block::<M, _, _>(args, entry, STATUS_UNSUCCESSFUL, |args| {
+    let call = Call::new(entry);
+    with_block::<M, _, _>(&call, args, STATUS_UNSUCCESSFUL, |args| {
         crate::vidmm::contiguous::allocate_contiguous_memory(handle, args, entry)
     })
 }
@@ -330,7 +350,8 @@ pub(super) unsafe extern "system" fn free_contiguous_memory<M: DriverMemory>(
     args: *const DXGKARGCB_FREECONTIGUOUSMEMORY,
 ) -> NTSTATUS {
     let entry = entry!(free_contiguous_memory::<M>);
-    let Ok(args) = copy::<M, _>(args, entry) else {
+    let call = Call::new(entry);
+    let Ok(args) = copy::<M, _>(&call, args) else {
         return STATUS_UNSUCCESSFUL;
     };
     crate::vidmm::contiguous::free_contiguous_memory(handle, args.as_ref(), entry)
@@ -363,13 +384,13 @@ impl SyncView for SyncRoutine {
 }
 
 /// The `INTERFACE` buffer of a `DxgkCbQueryServices` call.
-pub(crate) struct InterfaceBuffer<M> {
-    place: DriverPtr<INTERFACE>,
+pub(crate) struct InterfaceBuffer<'call, M> {
+    place: DriverPtr<'call, INTERFACE>,
     entry: usize,
     _memory: PhantomData<M>,
 }
 
-impl<M: DriverMemory> InterfaceView for InterfaceBuffer<M> {
+impl<M: DriverMemory> InterfaceView for InterfaceBuffer<'_, M> {
     fn header(&self) -> Result<INTERFACE, BugCheck> {
         M::read(self.place, self.entry)
     }
@@ -389,10 +410,7 @@ impl<M: DriverMemory> InterfaceView for InterfaceBuffer<M> {
             QueryFeatureInterface: Some(query_feature_interface::<M>),
         };
         // The driver declared (Size) a buffer exactly this large.
-        match DriverPtr::new(self.place.get().as_ptr().cast::<DXGK_FEATURE_INTERFACE>()) {
-            Some(whole) => M::write(whole, value, self.entry).map(|()| true),
-            None => Ok(false),
-        }
+        M::write(self.place.cast(), value, self.entry).map(|()| true)
     }
 }
 

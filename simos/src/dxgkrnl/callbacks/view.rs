@@ -1,8 +1,9 @@
 //! What the callback handlers see of the driver's pointers, and how the entry points reach
 //! the memory behind them. A child of the driver->OS FFI ([`super`], `ffi.rs`): only the FFI's
-//! entry points make a [`DriverPtr`] (from the pointer the driver passed the call), and pass
-//! each handler its own entry point's address (bug-check parameters); the handlers name
-//! nothing of the FFI. Everything here is safe code over those pointers.
+//! entry points make a [`DriverPtr`] (from the pointer the driver passed the call, borrowed
+//! from the entry point's [`Call`], so neither it nor what is read through it outlives the
+//! call), and pass each handler its own entry point's address (bug-check parameters); the
+//! handlers name nothing of the FFI. Everything here is safe code over those pointers.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -14,46 +15,81 @@ use rvgpu_ddi::interrupt::{DXGKARGCB_NOTIFY_INTERRUPT_DATA, DXGK_INTERRUPT_NATIV
 use crate::adapter::context::raise;
 use crate::base::bugcheck::BugCheck;
 
-/// A non-null pointer the driver passed a callback, for that call. Made only by the FFI's
-/// entry points, so [`super::Direct`] may take it as the DDI's contract makes it: valid for
-/// its type.
-pub(crate) struct DriverPtr<T>(NonNull<T>);
+/// One call of a callback, made by its entry point on its own stack: what the driver's
+/// pointers are borrowed from ([`DriverPtr`] and [`DriverArray`] take its lifetime), so that
+/// nothing made or read through them outlives the call. It carries the entry point's address
+/// (bug-check parameters).
+pub(crate) struct Call {
+    entry: usize,
+}
 
-impl<T> Clone for DriverPtr<T> {
+impl Call {
+    /// A call of the entry point at `entry`.
+    pub(super) fn new(entry: usize) -> Self {
+        Call { entry }
+    }
+}
+
+/// A non-null pointer the driver passed a callback, for that call (`'call`). Made only by the
+/// FFI's entry points, so [`super::Direct`] may take it as the DDI's contract makes it: valid
+/// for its type during the call.
+pub(crate) struct DriverPtr<'call, T> {
+    at: NonNull<T>,
+    _call: PhantomData<&'call Call>,
+}
+
+impl<T> Clone for DriverPtr<'_, T> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T> Copy for DriverPtr<T> {}
+impl<T> Copy for DriverPtr<'_, T> {}
 
-impl<T> DriverPtr<T> {
-    /// The driver's pointer `p` (`None` when null).
-    pub(super) fn new(p: *mut T) -> Option<Self> {
-        NonNull::new(p).map(DriverPtr)
+impl<'call, T> DriverPtr<'call, T> {
+    /// The driver's pointer `p` of `call` (`None` when null).
+    pub(super) fn new(_call: &'call Call, p: *mut T) -> Option<Self> {
+        Self::within(PhantomData, p)
+    }
+
+    /// `p` for the call another of its pointers was made for.
+    fn within(_call: PhantomData<&'call Call>, p: *mut T) -> Option<Self> {
+        NonNull::new(p).map(|at| DriverPtr {
+            at,
+            _call: PhantomData,
+        })
+    }
+
+    /// The same address as a `U`, for the same call (the caller knows the block is one).
+    pub(super) fn cast<U>(self) -> DriverPtr<'call, U> {
+        DriverPtr {
+            at: self.at.cast(),
+            _call: PhantomData,
+        }
     }
 
     /// The pointer.
     pub(crate) fn get(self) -> NonNull<T> {
-        self.0
+        self.at
     }
 }
 
-/// `len` `T`s the driver passed a callback, from a [`DriverPtr`]: made as it is.
-pub(crate) struct DriverArray<T> {
-    at: DriverPtr<T>,
+/// `len` `T`s the driver passed a callback, from a [`DriverPtr`] of the same call: made as
+/// it is.
+pub(crate) struct DriverArray<'call, T> {
+    at: DriverPtr<'call, T>,
     len: usize,
 }
 
-impl<T> Clone for DriverArray<T> {
+impl<T> Clone for DriverArray<'_, T> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T> Copy for DriverArray<T> {}
+impl<T> Copy for DriverArray<'_, T> {}
 
-impl<T> DriverArray<T> {
+impl<'call, T> DriverArray<'call, T> {
     /// The `len` `T`s the driver declared at `at`.
-    pub(super) fn new(at: DriverPtr<T>, len: usize) -> Self {
+    pub(super) fn new(at: DriverPtr<'call, T>, len: usize) -> Self {
         DriverArray { at, len }
     }
 
@@ -67,7 +103,7 @@ impl<T> DriverArray<T> {
 
     /// Where they start and how many there are.
     pub(crate) fn get(self) -> (NonNull<T>, usize) {
-        (self.at.0, self.len)
+        (self.at.at, self.len)
     }
 }
 
@@ -79,14 +115,17 @@ impl<T> DriverArray<T> {
 /// cannot reach is bug check 0x50 (`Err`), as 24H2's own access faults there.
 pub(crate) trait DriverMemory: 'static {
     /// A copy of the `T` at `p`, read by callback `entry`.
-    fn read<T: Copy>(p: DriverPtr<T>, entry: usize) -> Result<T, BugCheck>;
+    fn read<T: Copy>(p: DriverPtr<'_, T>, entry: usize) -> Result<T, BugCheck>;
     /// Writes `v` at `p`.
-    fn write<T: Copy>(p: DriverPtr<T>, v: T, entry: usize) -> Result<(), BugCheck>;
-    /// The `T`s of `a`.
-    fn read_array<'a, T: Copy>(a: DriverArray<T>, entry: usize) -> Result<Cow<'a, [T]>, BugCheck>;
+    fn write<T: Copy>(p: DriverPtr<'_, T>, v: T, entry: usize) -> Result<(), BugCheck>;
+    /// The `T`s of `a`, borrowed no longer than its call.
+    fn read_array<'call, T: Copy>(
+        a: DriverArray<'call, T>,
+        entry: usize,
+    ) -> Result<Cow<'call, [T]>, BugCheck>;
     /// Runs `f` on the driver's in/out block at `p`; what `f` changed is in the block after.
     fn update<T: Copy, R>(
-        p: DriverPtr<T>,
+        p: DriverPtr<'_, T>,
         entry: usize,
         f: impl FnOnce(&mut T) -> R,
     ) -> Result<R, BugCheck>;
@@ -98,25 +137,25 @@ pub(crate) trait Place<T> {
     fn write(self, value: T);
 }
 
-/// A place the driver gave the OS to write one value to, through `M`.
-pub(crate) struct Out<T, M> {
-    place: DriverPtr<T>,
+/// A place the driver gave the OS to write one value to during its call, through `M`.
+pub(crate) struct Out<'call, T, M> {
+    place: DriverPtr<'call, T>,
     entry: usize,
     _memory: PhantomData<M>,
 }
 
-impl<T, M> Out<T, M> {
-    /// The driver's out-parameter `p` of callback `entry`, `None` when it is null.
-    pub(super) fn new(p: *mut T, entry: usize) -> Option<Self> {
-        DriverPtr::new(p).map(|place| Out {
+impl<'call, T, M> Out<'call, T, M> {
+    /// The driver's out-parameter `p` of `call`, `None` when it is null.
+    pub(super) fn new(call: &'call Call, p: *mut T) -> Option<Self> {
+        DriverPtr::new(call, p).map(|place| Out {
             place,
-            entry,
+            entry: call.entry,
             _memory: PhantomData,
         })
     }
 }
 
-impl<T: Copy, M: DriverMemory> Place<T> for Out<T, M> {
+impl<T: Copy, M: DriverMemory> Place<T> for Out<'_, T, M> {
     /// 24H2 writes an out-parameter after its null check only; one `M` cannot write is the
     /// bug check, raised.
     fn write(self, value: T) {
@@ -129,15 +168,15 @@ impl<T: Copy, M: DriverMemory> Place<T> for Out<T, M> {
 /// `f` on the driver's in/out block `p` (`None` when it is null); `faulted` when `M` cannot
 /// reach it (the bug check raised).
 pub(super) fn with_block<M: DriverMemory, T: Copy, R>(
+    call: &Call,
     p: *mut T,
-    entry: usize,
     faulted: R,
     f: impl FnOnce(Option<&mut T>) -> R,
 ) -> R {
-    let Some(p) = DriverPtr::new(p) else {
+    let Some(p) = DriverPtr::new(call, p) else {
         return f(None);
     };
-    match M::update(p, entry, |b| f(Some(b))) {
+    match M::update(p, call.entry, |b| f(Some(b))) {
         Ok(r) => r,
         Err(b) => {
             raise(b);
@@ -148,9 +187,9 @@ pub(super) fn with_block<M: DriverMemory, T: Copy, R>(
 
 /// A copy of the driver's input block `p` (`None` when it is null); `Err` when `M` cannot read
 /// it (the bug check raised).
-pub(super) fn copy<M: DriverMemory, T: Copy>(p: *const T, entry: usize) -> Result<Option<T>, ()> {
-    DriverPtr::new(p.cast_mut())
-        .map(|p| M::read(p, entry))
+pub(super) fn copy<M: DriverMemory, T: Copy>(call: &Call, p: *const T) -> Result<Option<T>, ()> {
+    DriverPtr::new(call, p.cast_mut())
+        .map(|p| M::read(p, call.entry))
         .transpose()
         .map_err(raise)
 }
@@ -164,36 +203,39 @@ pub(crate) trait ReportView:
     fn signaled_fences(&self, n: usize) -> Result<Option<Cow<'_, [HANDLE]>>, BugCheck>;
 }
 
-/// A `DxgkCbNotifyInterrupt` report, copied from the driver at the call.
-pub(crate) struct Report<M> {
+/// A `DxgkCbNotifyInterrupt` report, copied from the driver at the call; the pointers in it
+/// are the call's.
+pub(crate) struct Report<'call, M> {
     data: DXGKARGCB_NOTIFY_INTERRUPT_DATA,
     entry: usize,
+    _call: PhantomData<&'call Call>,
     _memory: PhantomData<M>,
 }
 
-impl<M: DriverMemory> Report<M> {
-    /// A copy of the report `data` of callback `entry` (`None` when null; `Err`: it cannot be
-    /// read, the bug check raised).
+impl<'call, M: DriverMemory> Report<'call, M> {
+    /// A copy of the report `data` of `call` (`None` when null; `Err`: it cannot be read, the
+    /// bug check raised).
     pub(super) fn copy(
+        call: &'call Call,
         data: *const DXGKARGCB_NOTIFY_INTERRUPT_DATA,
-        entry: usize,
     ) -> Result<Option<Self>, ()> {
-        Ok(copy::<M, _>(data, entry)?.map(|data| Report {
+        Ok(copy::<M, _>(call, data)?.map(|data| Report {
             data,
-            entry,
+            entry: call.entry,
+            _call: PhantomData,
             _memory: PhantomData,
         }))
     }
 }
 
-impl<M> std::ops::Deref for Report<M> {
+impl<M> std::ops::Deref for Report<'_, M> {
     type Target = DXGKARGCB_NOTIFY_INTERRUPT_DATA;
     fn deref(&self) -> &DXGKARGCB_NOTIFY_INTERRUPT_DATA {
         &self.data
     }
 }
 
-impl<M: DriverMemory> ReportView for Report<M> {
+impl<M: DriverMemory> ReportView for Report<'_, M> {
     /// 24H2 reads the handles at ISR time without a check of the array
     /// (`M:VidSchiProcessIsrNativeFenceSignaled` @0x140052784), as this does: the driver
     /// declares `SignaledNativeFenceCount` of them there.
@@ -202,7 +244,7 @@ impl<M: DriverMemory> ReportView for Report<M> {
             return Ok(None);
         }
         let d = self.data.Anonymous.native_fence_signaled();
-        let declared = DriverPtr::new(d.pSignaledNativeFenceArray)
+        let declared = DriverPtr::within(self._call, d.pSignaledNativeFenceArray)
             .map(|at| DriverArray::new(at, d.SignaledNativeFenceCount as usize));
         match declared.and_then(|a| a.first(n)) {
             Some(a) => M::read_array(a, self.entry).map(Some),
