@@ -37,9 +37,20 @@ impl crate::Machine {
         let import = img.loaded.image.imports.iter().find(|i| i.name == name)?;
         // SAFETY: an IAT entry of the mapped image (bound at load).
         let target = unsafe { (import.iat as *const u64).read_unaligned() } as usize;
+        Some(self.run_image_code(target, irql, args))
+    }
+
+    /// Runs the image's code at `target` with `args` on an emulated processor at `irql`, in
+    /// this machine's context, as the image's own call runs it.
+    fn run_image_code(
+        &self,
+        target: usize,
+        irql: rvgpu_kmd::platform::Irql,
+        args: &[u64],
+    ) -> Result<u64, Stop> {
         let _m = context::MachineContext::enter(self.state.clone());
         let _irql = processor::IrqlScope::enter(irql);
-        Some(cpu::call(target, args))
+        cpu::call(target, args)
     }
 }
 
@@ -64,8 +75,6 @@ impl crate::Machine {
     ) -> Option<Result<u64, Stop>> {
         let img = image_of(&self.state)?;
         let stub = lock(&img.named_stubs).get(name).copied()?;
-        let _m = context::MachineContext::enter(self.state.clone());
-        let _irql = processor::IrqlScope::enter(irql);
-        Some(cpu::call(stub, args))
+        Some(self.run_image_code(stub, irql, args))
     }
 }
